@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Shared error codes, contracts and small helpers used by every module.
+ * Convention: functions return 0 on success and a negative value on error
+ * (-errno where one fits, NSRV_E* for protocol outcomes). NSRV_AGAIN (> 0)
+ * means "need more input".
+ */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define NSRV_AGAIN 1
+
+enum {
+    NSRV_EFRAME = -9001,   /* malformed frame (length fields) */
+    NSRV_EHEADER = -9002,  /* malformed header (JSON or binary) */
+    NSRV_ESERTYPE = -9003, /* unknown serialize type byte */
+    NSRV_EJSON = -9004,    /* malformed JSON text */
+    NSRV_EBODY = -9005,    /* malformed request body */
+    NSRV_ECRC = -9006,     /* body CRC mismatch */
+    NSRV_ECONFIG = -9007,  /* bad configuration value */
+    NSRV_ETOOBIG = -9008,  /* input above a configured cap */
+};
+
+const char *nsrv_strerror(int err);
+
+#define NSRV_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define NSRV_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define NSRV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define NSRV_UNUSED(x) ((void)(x))
+
+/* A contract on the caller; never use it on anything derived from input. */
+#define NSRV_REQUIRE(cond)                                                                         \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: requirement failed: %s\n", __FILE__, __LINE__, #cond);         \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* A borrowed byte string: not NUL-terminated unless stated. */
+typedef struct {
+    const char *ptr;
+    size_t len;
+} nsrv_str_t;
+
+#define NSRV_STR_NULL ((nsrv_str_t){NULL, 0})
+#define NSRV_STR_LIT(s) ((nsrv_str_t){(s), sizeof(s) - 1})
+
+static inline nsrv_str_t nsrv_str_c(const char *s) {
+    nsrv_str_t r = {s, 0};
+    if (s) {
+        const char *p = s;
+        while (*p)
+            p++;
+        r.len = (size_t)(p - s);
+    }
+    return r;
+}
+
+bool nsrv_str_eq(nsrv_str_t a, nsrv_str_t b);
+bool nsrv_str_eq_c(nsrv_str_t a, const char *c);
+
+/* Monotonic and wall clocks in milliseconds. */
+uint64_t nsrv_now_mono_ms(void);
+int64_t nsrv_now_wall_ms(void);

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Crash-safe file persistence shared by the KV store and the config store.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Replaces path's content with data[0..len) so that a crash at any moment
+ * leaves either the complete old content or the complete new content at path:
+ * parent directories are created, the data goes to "<path>.tmp", is fsync'ed,
+ * and is renamed over path; then the directory is fsync'ed. When keep_bak is
+ * true and path existed, its previous content is first saved the same way as
+ * "<path>.bak" (the Java NameServer's convention). Returns 0 or -errno.
+ * Blocking: call from the loop thread only for small files.
+ */
+int nsrv_file_write_atomic(const char *path, const void *data, size_t len, bool keep_bak);
+
+/*
+ * Reads a whole file into a NUL-terminated heap buffer (free with nsrv_free).
+ * Returns 0, -ENOENT if absent, -EFBIG above max_len, or another -errno.
+ */
+int nsrv_file_read_all(const char *path, size_t max_len, char **out, size_t *out_len);
+
+/* Test hook: when set, nsrv_file_write_atomic calls it after the temp file is
+ * written and synced, before the rename; a non-zero return aborts the write
+ * there (simulating a crash) and is returned. */
+extern int (*nsrv_file_crash_hook)(const char *tmp_path);
