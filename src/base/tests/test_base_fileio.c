@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for src/base/fileio.c: atomic replace, .bak, crash between write
+ * and rename, parent directory creation and capped reads. Each test works in
+ * a fresh directory under /tmp.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/fileio.h"
+
+typedef struct {
+    char dir[64];
+} fixture_t;
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static int setup(void **state) {
+    fixture_t *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/nsrv-fileio-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture_t *f = *state;
+    nsrv_file_crash_hook = NULL;
+    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static char *join(const fixture_t *f, const char *name) {
+    static char buf[4][256];
+    static int i;
+    char *b = buf[i++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", f->dir, name);
+    return b;
+}
+
+static bool exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* Asserts that path holds exactly text. */
+static void assert_file(const char *path, const char *text) {
+    char *data = NULL;
+    size_t len = 0;
+    assert_int_equal(nsrv_file_read_all(path, 1 << 20, &data, &len), 0);
+    assert_int_equal(len, strlen(text));
+    assert_memory_equal(data, text, len);
+    assert_int_equal(data[len], '\0');
+    nsrv_free(data);
+}
+
+static void test_write_new_file(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "a.json");
+    assert_int_equal(nsrv_file_write_atomic(p, "hello", 5, true), 0);
+    assert_file(p, "hello");
+    /* Nothing to back up on the first write, and no temp file is left. */
+    assert_false(exists(join(f, "a.json.bak")));
+    assert_false(exists(join(f, "a.json.tmp")));
+    assert_false(exists(join(f, "a.json.bak.tmp")));
+}
+
+static void test_overwrite_keeps_bak(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "a.json");
+    const char *bak = join(f, "a.json.bak");
+    assert_int_equal(nsrv_file_write_atomic(p, "first", 5, true), 0);
+    assert_int_equal(nsrv_file_write_atomic(p, "second, longer", 14, true), 0);
+    assert_file(p, "second, longer");
+    assert_file(bak, "first");
+    /* Shorter new content fully replaces the old one (no leftover tail). */
+    assert_int_equal(nsrv_file_write_atomic(p, "3rd", 3, true), 0);
+    assert_file(p, "3rd");
+    assert_file(bak, "second, longer");
+    /* keep_bak=false leaves the .bak alone. */
+    assert_int_equal(nsrv_file_write_atomic(p, "4th", 3, false), 0);
+    assert_file(p, "4th");
+    assert_file(bak, "second, longer");
+    assert_false(exists(join(f, "a.json.tmp")));
+    assert_false(exists(join(f, "a.json.bak.tmp")));
+}
+
+static void test_write_empty(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "empty");
+    assert_int_equal(nsrv_file_write_atomic(p, NULL, 0, true), 0);
+    assert_file(p, "");
+    assert_int_equal(nsrv_file_write_atomic(p, "x", 1, true), 0);
+    assert_file(join(f, "empty.bak"), "");
+}
+
+static int hook_calls;
+static char hook_seen[256];
+
+static int crash_hook(const char *tmp_path) {
+    hook_calls++;
+    snprintf(hook_seen, sizeof hook_seen, "%s", tmp_path);
+    return -EIO;
+}
+
+static int pass_hook(const char *tmp_path) {
+    (void)tmp_path;
+    hook_calls++;
+    return 0;
+}
+
+static void test_crash_before_rename_keeps_old(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "kv.json");
+    const char *tmp = join(f, "kv.json.tmp");
+    assert_int_equal(nsrv_file_write_atomic(p, "old complete", 12, true), 0);
+
+    hook_calls = 0;
+    nsrv_file_crash_hook = crash_hook;
+    assert_int_equal(nsrv_file_write_atomic(p, "new", 3, true), -EIO);
+    nsrv_file_crash_hook = NULL;
+    assert_int_equal(hook_calls, 1);
+    assert_string_equal(hook_seen, tmp);
+    /* The main file is untouched; the "crash" left the synced temp file. */
+    assert_file(p, "old complete");
+    assert_file(tmp, "new");
+
+    /* The next write overwrites the stale temp file and renames it away. */
+    assert_int_equal(nsrv_file_write_atomic(p, "next", 4, true), 0);
+    assert_file(p, "next");
+    assert_file(join(f, "kv.json.bak"), "old complete");
+    assert_false(exists(tmp));
+}
+
+static void test_hook_returning_zero_continues(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "x");
+    hook_calls = 0;
+    nsrv_file_crash_hook = pass_hook;
+    assert_int_equal(nsrv_file_write_atomic(p, "abc", 3, false), 0);
+    nsrv_file_crash_hook = NULL;
+    assert_int_equal(hook_calls, 1);
+    assert_file(p, "abc");
+}
+
+static void test_parent_dirs_created(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "a/b//c/d/file.json");
+    assert_int_equal(nsrv_file_write_atomic(p, "{}", 2, true), 0);
+    assert_file(p, "{}");
+    /* Existing directories are fine too. */
+    assert_int_equal(nsrv_file_write_atomic(join(f, "a/b/other"), "1", 1, true), 0);
+    assert_file(join(f, "a/b/other"), "1");
+}
+
+static void test_relative_path(void **state) {
+    fixture_t *f = *state;
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(f->dir), 0);
+    int rc1 = nsrv_file_write_atomic("rel.json", "r", 1, true);
+    int rc2 = nsrv_file_write_atomic("sub/rel.json", "s", 1, true);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rc1, 0);
+    assert_int_equal(rc2, 0);
+    assert_file(join(f, "rel.json"), "r");
+    assert_file(join(f, "sub/rel.json"), "s");
+}
+
+static void test_unwritable_parent_fails(void **state) {
+    fixture_t *f = *state;
+    const char *file = join(f, "plain");
+    assert_int_equal(nsrv_file_write_atomic(file, "x", 1, false), 0);
+    /* A parent that is a regular file cannot be created or written under. */
+    int rc = nsrv_file_write_atomic(join(f, "plain/sub/kv.json"), "y", 1, true);
+    assert_true(rc < 0);
+    rc = nsrv_file_write_atomic(join(f, "plain/kv.json"), "y", 1, true);
+    assert_true(rc < 0);
+    assert_file(file, "x");
+    /* A target that is a directory cannot be replaced (and its .bak cannot be read). */
+    assert_int_equal(mkdir(join(f, "isdir"), 0755), 0);
+    assert_true(nsrv_file_write_atomic(join(f, "isdir"), "z", 1, true) < 0);
+    assert_true(nsrv_file_write_atomic(join(f, "isdir"), "z", 1, false) < 0);
+    assert_false(exists(join(f, "isdir.tmp")));
+    assert_int_equal(nsrv_file_write_atomic("", "z", 1, false), -EINVAL);
+}
+
+static void test_read_all_caps(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "cap");
+    char *data = (char *)0x1;
+    size_t len = 77;
+    assert_int_equal(nsrv_file_read_all(join(f, "missing"), 100, &data, &len), -ENOENT);
+    /* Out-parameters are untouched on error. */
+    assert_ptr_equal(data, (char *)0x1);
+    assert_int_equal(len, 77);
+
+    assert_int_equal(nsrv_file_write_atomic(p, "0123456789", 10, false), 0);
+    assert_int_equal(nsrv_file_read_all(p, 10, &data, &len), 0);
+    assert_int_equal(len, 10);
+    assert_string_equal(data, "0123456789");
+    nsrv_free(data);
+    assert_int_equal(nsrv_file_read_all(p, 9, &data, &len), -EFBIG);
+    assert_int_equal(nsrv_file_read_all(p, 0, &data, &len), -EFBIG);
+
+    assert_int_equal(nsrv_file_write_atomic(p, NULL, 0, false), 0);
+    assert_int_equal(nsrv_file_read_all(p, 0, &data, &len), 0);
+    assert_int_equal(len, 0);
+    assert_string_equal(data, "");
+    nsrv_free(data);
+
+    assert_int_equal(nsrv_file_read_all(f->dir, 100, &data, &len), -EISDIR);
+}
+
+static void test_read_all_large_and_unsized(void **state) {
+    fixture_t *f = *state;
+    const char *p = join(f, "big");
+    size_t n = 100000;
+    char *src = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (char)('a' + i % 26);
+    assert_int_equal(nsrv_file_write_atomic(p, src, n, false), 0);
+    char *data;
+    size_t len;
+    assert_int_equal(nsrv_file_read_all(p, n, &data, &len), 0);
+    assert_int_equal(len, n);
+    assert_memory_equal(data, src, n);
+    nsrv_free(data);
+    free(src);
+
+    /* /proc files report size 0, so this exercises the growth path and the cap. */
+    assert_int_equal(nsrv_file_read_all("/proc/self/status", 1 << 20, &data, &len), 0);
+    assert_true(len > 100);
+    assert_int_equal(strlen(data), len);
+    nsrv_free(data);
+    assert_int_equal(nsrv_file_read_all("/proc/self/status", 50, &data, &len), -EFBIG);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_write_new_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_overwrite_keeps_bak, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_crash_before_rename_keeps_old, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hook_returning_zero_continues, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parent_dirs_created, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_relative_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unwritable_parent_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_all_caps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_all_large_and_unsized, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
