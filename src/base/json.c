@@ -1,0 +1,556 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Lenient JSON reader and fastjson-compatible string writer (include/nsrv/json.h).
+ * Untrusted input: every read is bounds-checked, depth is capped, numbers and
+ * strings are validated. Fuzzed by src/base/fuzz/fuzz_json.c.
+ */
+#include "nsrv/json.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsrv/common.h"
+
+typedef struct {
+    nsrv_arena_t *arena;
+    const char *p;
+    const char *end;
+    const char *start;
+    char *err;
+    size_t err_len;
+} parser_t;
+
+static int fail(parser_t *ps, const char *what) {
+    if (ps->err && ps->err_len)
+        snprintf(ps->err, ps->err_len, "%s at offset %zu", what, (size_t)(ps->p - ps->start));
+    return NSRV_EJSON;
+}
+
+static void skip_ws(parser_t *ps) {
+    while (ps->p < ps->end) {
+        char c = *ps->p;
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v')
+            ps->p++;
+        else
+            break;
+    }
+}
+
+static nsrv_json_t *new_node(parser_t *ps, nsrv_json_type_t type) {
+    nsrv_json_t *n = nsrv_arena_alloc(ps->arena, sizeof *n);
+    memset(n, 0, sizeof *n);
+    n->type = type;
+    return n;
+}
+
+static int hex4(const char *p, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static size_t put_utf8(char *d, unsigned cp) {
+    if (cp < 0x80) {
+        d[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        d[0] = (char)(0xC0 | (cp >> 6));
+        d[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        d[0] = (char)(0xE0 | (cp >> 12));
+        d[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        d[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    d[0] = (char)(0xF0 | (cp >> 18));
+    d[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    d[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    d[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Parses a quoted string (double or single quotes); the decoded text never
+ * exceeds the source length, so one arena block of that size suffices. */
+static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
+    char quote = *ps->p++;
+    const char *s = ps->p;
+    /* Fast path: no escapes. */
+    while (ps->p < ps->end && *ps->p != quote && *ps->p != '\\')
+        ps->p++;
+    if (ps->p >= ps->end)
+        return fail(ps, "unterminated string");
+    if (*ps->p == quote) {
+        *out_len = (size_t)(ps->p - s);
+        *out = nsrv_arena_strndup(ps->arena, s, *out_len);
+        ps->p++;
+        return 0;
+    }
+    /* Slow path: decode escapes; output is never longer than the input. */
+    size_t cap = (size_t)(ps->end - s) + 1;
+    char *d = nsrv_arena_alloc(ps->arena, cap);
+    size_t n = (size_t)(ps->p - s);
+    memcpy(d, s, n);
+    while (ps->p < ps->end && *ps->p != quote) {
+        char c = *ps->p++;
+        if (c != '\\') {
+            d[n++] = c;
+            continue;
+        }
+        if (ps->p >= ps->end)
+            return fail(ps, "unterminated escape");
+        c = *ps->p++;
+        switch (c) {
+        case '"':
+        case '\\':
+        case '/':
+        case '\'':
+            d[n++] = c;
+            break;
+        case 'b':
+            d[n++] = '\b';
+            break;
+        case 'f':
+            d[n++] = '\f';
+            break;
+        case 'n':
+            d[n++] = '\n';
+            break;
+        case 'r':
+            d[n++] = '\r';
+            break;
+        case 't':
+            d[n++] = '\t';
+            break;
+        case 'u': {
+            unsigned cp;
+            if (ps->end - ps->p < 4 || hex4(ps->p, &cp) != 0)
+                return fail(ps, "bad \\u escape");
+            ps->p += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF && ps->end - ps->p >= 6 && ps->p[0] == '\\' &&
+                ps->p[1] == 'u') {
+                unsigned lo;
+                if (hex4(ps->p + 2, &lo) == 0 && lo >= 0xDC00 && lo <= 0xDFFF) {
+                    ps->p += 6;
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                }
+            }
+            if (cp >= 0xD800 && cp <= 0xDFFF)
+                cp = 0xFFFD; /* lone surrogate: Java would keep it; UTF-8 cannot */
+            /* "\uXXXX" is 6 source bytes and at most 4 output bytes (a pair: 12 → 4). */
+            n += put_utf8(d + n, cp);
+            break;
+        }
+        default:
+            return fail(ps, "bad escape");
+        }
+    }
+    if (ps->p >= ps->end)
+        return fail(ps, "unterminated string");
+    ps->p++;
+    d[n] = '\0';
+    *out = d;
+    *out_len = n;
+    return 0;
+}
+
+static bool is_ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '$' || c == '-' || c == '.' || c == '+';
+}
+
+/* fastjson writes Map<Integer,..> keys bare ({0:"a"}); it also accepts bare identifiers. */
+static int parse_key(parser_t *ps, const char **out, size_t *out_len) {
+    if (ps->p >= ps->end)
+        return fail(ps, "expected key");
+    if (*ps->p == '"' || *ps->p == '\'')
+        return parse_string(ps, out, out_len);
+    const char *s = ps->p;
+    while (ps->p < ps->end && is_ident_char(*ps->p))
+        ps->p++;
+    if (ps->p == s)
+        return fail(ps, "expected key");
+    *out_len = (size_t)(ps->p - s);
+    *out = nsrv_arena_strndup(ps->arena, s, *out_len);
+    return 0;
+}
+
+static int parse_number(parser_t *ps, nsrv_json_t *n) {
+    const char *s = ps->p;
+    bool is_int = true;
+    if (ps->p < ps->end && (*ps->p == '-' || *ps->p == '+'))
+        ps->p++;
+    const char *digits = ps->p;
+    while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
+        ps->p++;
+    if (ps->p == digits)
+        return fail(ps, "bad number");
+    if (ps->p < ps->end && *ps->p == '.') {
+        is_int = false;
+        ps->p++;
+        const char *frac = ps->p;
+        while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
+            ps->p++;
+        if (ps->p == frac)
+            return fail(ps, "bad number");
+    }
+    if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
+        is_int = false;
+        ps->p++;
+        if (ps->p < ps->end && (*ps->p == '-' || *ps->p == '+'))
+            ps->p++;
+        const char *exp = ps->p;
+        while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
+            ps->p++;
+        if (ps->p == exp)
+            return fail(ps, "bad number");
+    }
+    /* fastjson suffixes for long/float/double/short/byte. */
+    if (ps->p < ps->end && strchr("LlFfDdSB", *ps->p) && *ps->p != '\0')
+        ps->p++;
+    size_t len = (size_t)(ps->p - s);
+    char *txt = nsrv_arena_strndup(ps->arena, s, len);
+    n->str = txt;
+    n->str_len = len;
+    n->dbl = strtod(txt, NULL);
+    if (is_int) {
+        errno = 0;
+        char *endp;
+        long long v = strtoll(txt, &endp, 10);
+        n->is_int = errno == 0;
+        n->i64 = (int64_t)v;
+    }
+    return 0;
+}
+
+static int parse_value(parser_t *ps, nsrv_json_t **out, int depth);
+
+static int parse_container(parser_t *ps, nsrv_json_t *n, int depth, bool object) {
+    char close = object ? '}' : ']';
+    ps->p++;
+    nsrv_json_t **tail = &n->child;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == close) {
+        ps->p++;
+        return 0;
+    }
+    for (;;) {
+        const char *key = NULL;
+        size_t key_len = 0;
+        skip_ws(ps);
+        if (object) {
+            int rc = parse_key(ps, &key, &key_len);
+            if (rc)
+                return rc;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':')
+                return fail(ps, "expected ':'");
+            ps->p++;
+        }
+        nsrv_json_t *child;
+        int rc = parse_value(ps, &child, depth + 1);
+        if (rc)
+            return rc;
+        child->key = key;
+        child->key_len = key_len;
+        *tail = child;
+        tail = &child->next;
+        n->count++;
+        skip_ws(ps);
+        if (ps->p >= ps->end)
+            return fail(ps, "unterminated container");
+        if (*ps->p == ',') {
+            ps->p++;
+            skip_ws(ps);
+            /* fastjson tolerates a trailing comma. */
+            if (ps->p < ps->end && *ps->p == close) {
+                ps->p++;
+                return 0;
+            }
+            continue;
+        }
+        if (*ps->p == close) {
+            ps->p++;
+            return 0;
+        }
+        return fail(ps, object ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+
+static bool match_word(parser_t *ps, const char *w) {
+    size_t n = strlen(w);
+    if ((size_t)(ps->end - ps->p) >= n && memcmp(ps->p, w, n) == 0) {
+        ps->p += n;
+        return true;
+    }
+    return false;
+}
+
+static int parse_value(parser_t *ps, nsrv_json_t **out, int depth) {
+    if (depth > NSRV_JSON_MAX_DEPTH)
+        return fail(ps, "nesting too deep");
+    skip_ws(ps);
+    if (ps->p >= ps->end)
+        return fail(ps, "expected value");
+    char c = *ps->p;
+    nsrv_json_t *n;
+    int rc = 0;
+    if (c == '{' || c == '[') {
+        n = new_node(ps, c == '{' ? NSRV_JSON_OBJECT : NSRV_JSON_ARRAY);
+        rc = parse_container(ps, n, depth, c == '{');
+    } else if (c == '"' || c == '\'') {
+        n = new_node(ps, NSRV_JSON_STRING);
+        rc = parse_string(ps, &n->str, &n->str_len);
+    } else if (c == '-' || c == '+' || (c >= '0' && c <= '9')) {
+        n = new_node(ps, NSRV_JSON_NUMBER);
+        rc = parse_number(ps, n);
+    } else if (match_word(ps, "true")) {
+        n = new_node(ps, NSRV_JSON_BOOL);
+        n->boolean = true;
+    } else if (match_word(ps, "false")) {
+        n = new_node(ps, NSRV_JSON_BOOL);
+    } else if (match_word(ps, "null")) {
+        n = new_node(ps, NSRV_JSON_NULL);
+    } else {
+        return fail(ps, "unexpected character");
+    }
+    if (rc)
+        return rc;
+    *out = n;
+    return 0;
+}
+
+int nsrv_json_parse(nsrv_arena_t *arena, const char *text, size_t len, nsrv_json_t **root,
+                    char *err, size_t err_len) {
+    parser_t ps = {arena, text, text + len, text, err, err_len};
+    nsrv_json_t *v;
+    /* Skip a UTF-8 BOM, which Java's readers tolerate. */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        ps.p += 3;
+    int rc = parse_value(&ps, &v, 0);
+    if (rc)
+        return rc;
+    skip_ws(&ps);
+    if (ps.p != ps.end)
+        return fail(&ps, "trailing characters");
+    *root = v;
+    return 0;
+}
+
+const nsrv_json_t *nsrv_json_get(const nsrv_json_t *obj, const char *key) {
+    if (!obj || obj->type != NSRV_JSON_OBJECT)
+        return NULL;
+    size_t klen = strlen(key);
+    for (const nsrv_json_t *c = obj->child; c; c = c->next) {
+        if (c->key_len == klen && memcmp(c->key, key, klen) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+bool nsrv_json_as_i64(const nsrv_json_t *v, int64_t *out) {
+    if (!v)
+        return false;
+    if (v->type == NSRV_JSON_NUMBER) {
+        if (v->is_int) {
+            *out = v->i64;
+            return true;
+        }
+        if (isfinite(v->dbl) && v->dbl >= -9.2e18 && v->dbl <= 9.2e18) {
+            *out = (int64_t)v->dbl;
+            return true;
+        }
+        return false;
+    }
+    if (v->type == NSRV_JSON_STRING && v->str_len > 0) {
+        errno = 0;
+        char *end;
+        long long x = strtoll(v->str, &end, 10);
+        if (errno == 0 && end == v->str + v->str_len) {
+            *out = (int64_t)x;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool nsrv_json_as_bool(const nsrv_json_t *v, bool *out) {
+    if (!v)
+        return false;
+    if (v->type == NSRV_JSON_BOOL) {
+        *out = v->boolean;
+        return true;
+    }
+    if (v->type == NSRV_JSON_STRING) {
+        if (strcasecmp(v->str, "true") == 0) {
+            *out = true;
+            return true;
+        }
+        if (strcasecmp(v->str, "false") == 0) {
+            *out = false;
+            return true;
+        }
+    }
+    if (v->type == NSRV_JSON_NUMBER && v->is_int) {
+        *out = v->i64 != 0;
+        return true;
+    }
+    return false;
+}
+
+const char *nsrv_json_as_str(const nsrv_json_t *v, size_t *len) {
+    if (!v)
+        return NULL;
+    switch (v->type) {
+    case NSRV_JSON_STRING:
+    case NSRV_JSON_NUMBER:
+        if (len)
+            *len = v->str_len;
+        return v->str;
+    case NSRV_JSON_BOOL:
+        if (len)
+            *len = v->boolean ? 4 : 5;
+        return v->boolean ? "true" : "false";
+    default:
+        return NULL;
+    }
+}
+
+static const char hexdig[] = "0123456789ABCDEF";
+
+static void put_u_escape(nsrv_buf_t *out, unsigned cp) {
+    char e[6] = {'\\', 'u', hexdig[(cp >> 12) & 15], hexdig[(cp >> 8) & 15],
+                 hexdig[(cp >> 4) & 15], hexdig[cp & 15]};
+    nsrv_buf_append(out, e, 6);
+}
+
+/* Decodes one UTF-8 sequence; returns its length or 0 if invalid. */
+static size_t utf8_decode(const unsigned char *s, size_t left, unsigned *cp) {
+    unsigned c = s[0];
+    size_t n;
+    unsigned v;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if ((c & 0xE0) == 0xC0) {
+        n = 2;
+        v = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+        n = 3;
+        v = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+        n = 4;
+        v = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (left < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    static const unsigned min_for_len[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < min_for_len[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+void nsrv_json_write_str(nsrv_buf_t *out, const char *s, size_t len, nsrv_json_esc_t mode) {
+    const unsigned char *p = (const unsigned char *)s;
+    nsrv_buf_reserve(out, len + 2);
+    nsrv_buf_append_ch(out, '"');
+    size_t run = 0; /* bytes copied verbatim in one go */
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        bool plain = c >= 0x20 && c != '"' && c != '\\' && c != 0x7F &&
+                     (c < 0x80 ? (c != '/' || mode == NSRV_JSON_ESC_DEFAULT) : false);
+        if (plain) {
+            run++;
+            i++;
+            continue;
+        }
+        if (run) {
+            nsrv_buf_append(out, p + i - run, run);
+            run = 0;
+        }
+        if (c < 0x80) {
+            switch (c) {
+            case '"':
+                nsrv_buf_append(out, "\\\"", 2);
+                break;
+            case '\\':
+                nsrv_buf_append(out, "\\\\", 2);
+                break;
+            case '/':
+                nsrv_buf_append(out, "\\/", 2);
+                break;
+            case '\b':
+                nsrv_buf_append(out, "\\b", 2);
+                break;
+            case '\f':
+                nsrv_buf_append(out, "\\f", 2);
+                break;
+            case '\n':
+                nsrv_buf_append(out, "\\n", 2);
+                break;
+            case '\r':
+                nsrv_buf_append(out, "\\r", 2);
+                break;
+            case '\t':
+                nsrv_buf_append(out, "\\t", 2);
+                break;
+            default:
+                put_u_escape(out, c);
+                break;
+            }
+            i++;
+            continue;
+        }
+        unsigned cp;
+        size_t n = utf8_decode(p + i, len - i, &cp);
+        if (n == 0) {
+            if (mode == NSRV_JSON_ESC_BROWSER)
+                put_u_escape(out, 0xFFFD);
+            else
+                nsrv_buf_append(out, p + i, 1);
+            i++;
+            continue;
+        }
+        if (cp == 0x2028 || cp == 0x2029) {
+            put_u_escape(out, cp);
+        } else if (mode == NSRV_JSON_ESC_DEFAULT) {
+            nsrv_buf_append(out, p + i, n);
+        } else if (cp >= 0x10000) {
+            unsigned v = cp - 0x10000;
+            put_u_escape(out, 0xD800 + (v >> 10));
+            put_u_escape(out, 0xDC00 + (v & 0x3FF));
+        } else {
+            put_u_escape(out, cp);
+        }
+        i += n;
+    }
+    if (run)
+        nsrv_buf_append(out, p + i - run, run);
+    nsrv_buf_append_ch(out, '"');
+}

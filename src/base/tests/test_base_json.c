@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Tests of the lenient JSON reader and the fastjson-compatible string writer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nsrv/common.h"
+#include "nsrv/json.h"
+
+static nsrv_arena_t arena;
+
+static int setup(void **state) {
+    (void)state;
+    nsrv_arena_init(&arena, 4096);
+    return 0;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    nsrv_arena_deinit(&arena);
+    return 0;
+}
+
+static nsrv_json_t *parse_ok(const char *text) {
+    nsrv_json_t *root = NULL;
+    char err[128] = "";
+    int rc = nsrv_json_parse(&arena, text, strlen(text), &root, err, sizeof err);
+    if (rc != 0)
+        print_error("parse failed: %s for %s\n", err, text);
+    assert_int_equal(rc, 0);
+    assert_non_null(root);
+    return root;
+}
+
+static void parse_bad(const char *text) {
+    nsrv_json_t *root = NULL;
+    char err[128] = "";
+    assert_int_equal(nsrv_json_parse(&arena, text, strlen(text), &root, err, sizeof err),
+                     NSRV_EJSON);
+    assert_true(strlen(err) > 0);
+}
+
+static void test_bare_numeric_keys(void **state) {
+    (void)state;
+    nsrv_json_t *r = parse_ok("{\"brokerAddrs\":{0:\"192.168.0.1:10911\",1:\"b:1\",-3:'x'}}");
+    const nsrv_json_t *addrs = nsrv_json_get(r, "brokerAddrs");
+    assert_non_null(addrs);
+    assert_int_equal(addrs->count, 3);
+    assert_string_equal(nsrv_json_get(addrs, "0")->str, "192.168.0.1:10911");
+    assert_string_equal(nsrv_json_get(addrs, "1")->str, "b:1");
+    assert_string_equal(nsrv_json_get(addrs, "-3")->str, "x");
+}
+
+static void test_scalars_and_lenient_readers(void **state) {
+    (void)state;
+    nsrv_json_t *r = parse_ok(" { \"a\" : 9223372036854775807 , \"b\":\"42\", \"c\":true,"
+                              " \"d\":null, \"e\":1.5e3, \"f\":\"TRUE\", \"g\": -7L } ");
+    int64_t v = 0;
+    assert_true(nsrv_json_as_i64(nsrv_json_get(r, "a"), &v));
+    assert_true(v == INT64_MAX);
+    assert_true(nsrv_json_as_i64(nsrv_json_get(r, "b"), &v));
+    assert_int_equal(v, 42);
+    bool b = false;
+    assert_true(nsrv_json_as_bool(nsrv_json_get(r, "c"), &b));
+    assert_true(b);
+    assert_true(nsrv_json_as_bool(nsrv_json_get(r, "f"), &b));
+    assert_int_equal(nsrv_json_get(r, "d")->type, NSRV_JSON_NULL);
+    assert_false(nsrv_json_as_i64(nsrv_json_get(r, "d"), &v));
+    assert_null(nsrv_json_as_str(nsrv_json_get(r, "d"), NULL));
+    size_t len = 0;
+    assert_string_equal(nsrv_json_as_str(nsrv_json_get(r, "e"), &len), "1.5e3");
+    assert_true(nsrv_json_as_i64(nsrv_json_get(r, "e"), &v));
+    assert_int_equal(v, 1500);
+    assert_true(nsrv_json_as_i64(nsrv_json_get(r, "g"), &v));
+    assert_int_equal(v, -7);
+    assert_null(nsrv_json_get(r, "missing"));
+    /* An integer too big for int64 is not silently wrapped. */
+    r = parse_ok("99999999999999999999");
+    assert_false(r->is_int);
+    assert_false(nsrv_json_as_i64(parse_ok("\"12x\""), &v));
+}
+
+static void test_string_escapes(void **state) {
+    (void)state;
+    nsrv_json_t *r = parse_ok("\"a\\\"b\\\\c\\/d\\n\\t\\u4E2D\\uD83D\\uDE00\"");
+    assert_string_equal(r->str, "a\"b\\c/d\n\t\xE4\xB8\xAD\xF0\x9F\x98\x80");
+    r = parse_ok("'single \"quoted\"'");
+    assert_string_equal(r->str, "single \"quoted\"");
+    /* Embedded NUL via escape keeps its length. */
+    r = parse_ok("\"a\\u0000b\"");
+    assert_int_equal(r->str_len, 3);
+}
+
+static void test_arrays_and_order(void **state) {
+    (void)state;
+    nsrv_json_t *r = parse_ok("[1, [2, 3], {\"z\":1,\"a\":2}, \"s\",]");
+    assert_int_equal(r->type, NSRV_JSON_ARRAY);
+    assert_int_equal(r->count, 4);
+    const nsrv_json_t *obj = r->child->next->next;
+    assert_string_equal(obj->child->key, "z"); /* source order kept */
+    assert_int_equal(parse_ok("{}")->count, 0);
+    assert_int_equal(parse_ok("[]")->count, 0);
+}
+
+static void test_rejects_bad_input(void **state) {
+    (void)state;
+    parse_bad("");
+    parse_bad("{");
+    parse_bad("{\"a\":}");
+    parse_bad("{\"a\" 1}");
+    parse_bad("[1 2]");
+    parse_bad("\"unterminated");
+    parse_bad("\"bad \\x escape\"");
+    parse_bad("\"bad \\u12\"");
+    parse_bad("tru");
+    parse_bad("{} x");
+    parse_bad("-");
+    parse_bad("1.");
+    parse_bad("1e");
+    parse_bad("{:1}");
+    char deep[200];
+    memset(deep, '[', sizeof deep - 1);
+    deep[sizeof deep - 1] = '\0';
+    parse_bad(deep);
+}
+
+static void check_write(const char *in, size_t len, nsrv_json_esc_t mode, const char *expect) {
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    nsrv_json_write_str(&b, in, len, mode);
+    assert_string_equal(b.data, expect);
+    nsrv_buf_deinit(&b);
+}
+
+static void test_writer_modes(void **state) {
+    (void)state;
+    /* The spec's example brokerName broker-中/"x (§8.2). */
+    const char *name = "broker-\xE4\xB8\xAD/\"x";
+    check_write(name, strlen(name), NSRV_JSON_ESC_BROWSER, "\"broker-\\u4E2D\\/\\\"x\"");
+    check_write(name, strlen(name), NSRV_JSON_ESC_DEFAULT, "\"broker-\xE4\xB8\xAD/\\\"x\"");
+    check_write("a\x7F\x01\n\t\\", 6, NSRV_JSON_ESC_DEFAULT, "\"a\\u007F\\u0001\\n\\t\\\\\"");
+    check_write("\xE2\x80\xA8", 3, NSRV_JSON_ESC_DEFAULT, "\"\\u2028\"");
+    check_write("\xF0\x9F\x98\x80", 4, NSRV_JSON_ESC_BROWSER, "\"\\uD83D\\uDE00\"");
+    check_write("\xFF", 1, NSRV_JSON_ESC_BROWSER, "\"\\uFFFD\"");
+    check_write("", 0, NSRV_JSON_ESC_DEFAULT, "\"\"");
+}
+
+static void test_writer_round_trip(void **state) {
+    (void)state;
+    const char *samples[] = {"plain", "q\"uo\\te", "ctl\x01\x1F", "uni \xE4\xB8\xAD \xF0\x9F\x98\x80",
+                             "/slash/"};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(samples); i++) {
+        for (int mode = 0; mode < 2; mode++) {
+            nsrv_buf_t b = NSRV_BUF_INIT;
+            nsrv_json_write_str(&b, samples[i], strlen(samples[i]), (nsrv_json_esc_t)mode);
+            nsrv_json_t *r = parse_ok(b.data);
+            assert_string_equal(r->str, samples[i]);
+            nsrv_buf_deinit(&b);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_bare_numeric_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scalars_and_lenient_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_string_escapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_arrays_and_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rejects_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_round_trip, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
