@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Broker-side requests: REGISTER_BROKER (103), UNREGISTER_BROKER (104),
+ * QUERY_DATA_VERSION (322), BROKER_HEARTBEAT (904). The last three count as
+ * heartbeats (spec §2.4, §2.7).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "nsrv/config.h"
+#include "nsrv/kv.h"
+#include "nsrv/log.h"
+#include "nsrv/register_body.h"
+#include "nsrv/route.h"
+#include "proc_int.h"
+
+#define ORDER_TOPIC_NS "ORDER_TOPIC_CONFIG"
+/* MQVersion V3_0_11: older brokers send a bare TopicConfigSerializeWrapper. */
+
+static bool broker_identity(proc_ctx_t *ctx, const char **cluster, const char **addr,
+                            const char **name) {
+    *cluster = proc_ext(ctx, "clusterName");
+    *addr = proc_ext(ctx, "brokerAddr");
+    *name = proc_ext(ctx, "brokerName");
+    return *cluster && *addr && *name;
+}
+
+void proc_register_broker(proc_ctx_t *ctx) {
+    const nsrv_cmd_t *req = ctx->req;
+    proc_use_ext(ctx); /* RegisterBrokerResponseHeader */
+    int64_t crc = 0;
+    if (proc_ext_i64(ctx, "bodyCrc32", &crc) && crc != 0) {
+        uint32_t actual = nsrv_body_crc32(req->body, req->body_len);
+        if ((int64_t)actual != crc) {
+            proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "crc32 not match");
+            return;
+        }
+    }
+    const char *cluster, *addr, *name;
+    if (!broker_identity(ctx, &cluster, &addr, &name)) {
+        /* Java swallows the NPE and answers SUCCESS without registering; say what is wrong. */
+        proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR,
+                      "register broker failed: brokerName, brokerAddr and clusterName are required");
+        return;
+    }
+    nsrv_register_body_t body;
+    char err[256];
+    if (nsrv_register_body_decode(req->body, req->body_len, req->version,
+                                  proc_ext_true(ctx, "compressed"), ctx->arena, &body, err,
+                                  sizeof err) != 0) {
+        proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", err);
+        return;
+    }
+    nsrv_register_req_t r = {0};
+    r.cluster = cluster;
+    r.broker_addr = addr;
+    r.broker_name = name;
+    r.ha_server_addr = proc_ext(ctx, "haServerAddr");
+    if (!r.ha_server_addr)
+        r.ha_server_addr = "";
+    r.zone_name = proc_ext(ctx, "__ZONE_NAME");
+    int64_t v = 0;
+    r.broker_id = proc_ext_i64(ctx, "brokerId", &v) ? v : 0;
+    r.timeout_ms = proc_ext_i64(ctx, "heartbeatTimeoutMillis", &v) && v > 0 ? v : 0;
+    const char *am = proc_ext(ctx, "enableActingMaster");
+    r.acting_master = am ? (strcasecmp(am, "true") == 0 ? 1 : 0) : -1;
+    r.body = &body;
+    r.conn_id = ctx->conn_id;
+
+    nsrv_register_result_t res;
+    nsrv_route_register_broker(ctx->p->rt, &r, ctx->now_ms, &res);
+    if (res.status != NSRV_REG_OK) {
+        proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "register broker failed");
+        return;
+    }
+    if (res.ha_server_addr[0])
+        proc_add_ext(ctx, "haServerAddr", res.ha_server_addr);
+    if (res.master_addr[0])
+        proc_add_ext(ctx, "masterAddr", res.master_addr);
+    if (ctx->p->cfg->return_order_topic_config_to_broker &&
+        nsrv_kv_encode_namespace(ctx->p->kv, ORDER_TOPIC_NS, ctx->body))
+        proc_use_body(ctx);
+}
+
+void proc_unregister_broker(proc_ctx_t *ctx) {
+    const char *cluster, *addr, *name;
+    if (!broker_identity(ctx, &cluster, &addr, &name))
+        return; /* nothing can match; Java answers SUCCESS as well */
+    int64_t id = 0;
+    proc_ext_i64(ctx, "brokerId", &id);
+    nsrv_route_unregister_broker(ctx->p->rt, cluster, addr, name, id);
+}
+
+static void encode_data_version(const nsrv_data_version_t *dv, nsrv_buf_t *out) {
+    nsrv_buf_printf(out, "{\"counter\":%" PRId64 ",\"stateVersion\":%" PRId64
+                    ",\"timestamp\":%" PRId64 "}",
+                    dv->counter, dv->state_version, dv->timestamp);
+}
+
+void proc_query_data_version(proc_ctx_t *ctx) {
+    const char *cluster = proc_ext(ctx, "clusterName");
+    const char *addr = proc_ext(ctx, "brokerAddr");
+    nsrv_data_version_t incoming, stored;
+    bool has_incoming = ctx->req->body_len > 0 &&
+                        nsrv_data_version_decode(ctx->req->body, ctx->req->body_len, ctx->arena,
+                                                 &incoming) == 0;
+    bool has_stored = false;
+    bool changed = true;
+    if (cluster && addr)
+        changed = nsrv_route_query_data_version(ctx->p->rt, cluster, addr,
+                                                has_incoming ? &incoming : NULL, ctx->now_ms,
+                                                &stored, &has_stored);
+    proc_add_ext(ctx, "changed", changed ? "true" : "false");
+    if (has_stored) {
+        encode_data_version(&stored, ctx->body);
+        proc_use_body(ctx);
+    }
+}
+
+void proc_broker_heartbeat(proc_ctx_t *ctx) {
+    const char *cluster = proc_ext(ctx, "clusterName");
+    const char *addr = proc_ext(ctx, "brokerAddr");
+    if (cluster && addr)
+        nsrv_route_broker_heartbeat(ctx->p->rt, cluster, addr, ctx->now_ms);
+}

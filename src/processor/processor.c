@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Request dispatch (table in proto/request_codes.def) and the reply helpers
+ * shared by the handler files proc_*.c.
+ */
+#include "nsrv/processor.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsrv/alloc.h"
+#include "proc_int.h"
+
+nsrv_processor_t *nsrv_processor_create(struct nsrv_config *cfg, nsrv_route_t *rt, nsrv_kv_t *kv,
+                                        uint64_t start_ms) {
+    nsrv_processor_t *p = nsrv_calloc(1, sizeof *p);
+    p->cfg = cfg;
+    p->rt = rt;
+    p->kv = kv;
+    p->start_ms = start_ms;
+    nsrv__processor_apply_route_opts(p);
+    return p;
+}
+
+void nsrv_processor_destroy(nsrv_processor_t **p) {
+    if (p && *p) {
+        nsrv_free(*p);
+        *p = NULL;
+    }
+}
+
+const char *nsrv_request_code_name(int32_t code) {
+    switch (code) {
+#define X(c, name, handler)                                                                        \
+    case c:                                                                                        \
+        return #name;
+#include "request_codes.def"
+#undef X
+    default:
+        return NULL;
+    }
+}
+
+static proc_handler_t find_handler(int32_t code) {
+    switch (code) {
+#define X(c, name, handler)                                                                        \
+    case c:                                                                                        \
+        return handler;
+#include "request_codes.def"
+#undef X
+    default:
+        return NULL;
+    }
+}
+
+static void init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
+    memset(resp, 0, sizeof *resp);
+    resp->code = NSRV_RESP_SUCCESS;
+    resp->language = NSRV_LANG_JAVA;
+    resp->version = NSRV_SERVER_VERSION;
+    resp->opaque = req->opaque;
+    resp->flag = NSRV_FLAG_RESPONSE;
+    resp->ser_type = req->ser_type; /* mirror the request, as 4.9.x does (spec §1.7) */
+}
+
+void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
+    init_response(req, resp);
+    resp->code = NSRV_RESP_GO_AWAY;
+    resp->remark = NSRV_STR_LIT("please go away");
+}
+
+void nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
+                           uint64_t now_ms, nsrv_arena_t *arena, nsrv_buf_t *body_out,
+                           nsrv_cmd_t *resp) {
+    init_response(req, resp);
+    nsrv_buf_reset(body_out);
+    proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms};
+    proc_handler_t h = find_handler(req->code);
+    if (h) {
+        h(&ctx);
+        return;
+    }
+    /* 5.x answers unknown codes (4.9.x stays silent); note the leading space. */
+    proc_set_remarkf(&ctx, NSRV_RESP_REQUEST_CODE_NOT_SUPPORTED, " request type %" PRId32
+                     " not supported", req->code);
+}
+
+const char *proc_ext(const proc_ctx_t *ctx, const char *key) {
+    nsrv_str_t v = nsrv_cmd_ext(ctx->req, key);
+    return v.ptr;
+}
+
+bool proc_ext_i64(const proc_ctx_t *ctx, const char *key, int64_t *out) {
+    const char *v = proc_ext(ctx, key);
+    if (!v || !*v)
+        return false;
+    errno = 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    /* Long.parseLong accepts no whitespace or trailing garbage. */
+    if (errno != 0 || *end != '\0' || v[0] == ' ' || v[0] == '\t')
+        return false;
+    *out = (int64_t)x;
+    return true;
+}
+
+bool proc_ext_true(const proc_ctx_t *ctx, const char *key) {
+    const char *v = proc_ext(ctx, key);
+    return v && strcasecmp(v, "true") == 0;
+}
+
+void proc_set_code(proc_ctx_t *ctx, int32_t code, const char *remark) {
+    ctx->resp->code = code;
+    ctx->resp->remark = remark ? nsrv_str_c(remark) : NSRV_STR_NULL;
+}
+
+void proc_set_remarkf(proc_ctx_t *ctx, int32_t code, const char *fmt, ...) {
+    char tmp[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof tmp)
+        n = sizeof tmp - 1;
+    ctx->resp->code = code;
+    ctx->resp->remark.ptr = nsrv_arena_strndup(ctx->arena, tmp, (size_t)n);
+    ctx->resp->remark.len = (size_t)n;
+}
+
+#define PROC_MAX_EXT 8
+
+void proc_use_ext(proc_ctx_t *ctx) {
+    if (!ctx->resp->has_ext) {
+        ctx->resp->has_ext = true;
+        ctx->resp->ext = nsrv_arena_alloc(ctx->arena, PROC_MAX_EXT * sizeof(nsrv_ext_field_t));
+        ctx->resp->n_ext = 0;
+    }
+}
+
+void proc_add_ext(proc_ctx_t *ctx, const char *key, const char *val) {
+    proc_use_ext(ctx);
+    NSRV_REQUIRE(ctx->resp->n_ext < PROC_MAX_EXT);
+    nsrv_ext_field_t *f = &ctx->resp->ext[ctx->resp->n_ext++];
+    size_t kl = strlen(key), vl = strlen(val);
+    f->key.ptr = nsrv_arena_strndup(ctx->arena, key, kl);
+    f->key.len = kl;
+    f->val.ptr = nsrv_arena_strndup(ctx->arena, val, vl);
+    f->val.len = vl;
+}
+
+void proc_use_body(proc_ctx_t *ctx) {
+    ctx->resp->body = (const uint8_t *)ctx->body->data;
+    ctx->resp->body_len = ctx->body->len;
+}

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One client or broker connection: reads frames, runs each request on the
+ * loop thread, batches the replies of one read into one write, and applies
+ * back-pressure: while more than connOutputLimitBytes of replies are queued,
+ * the connection is neither read nor processed, so a client that never reads
+ * cannot make the server buffer without bound.
+ */
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/config.h"
+#include "nsrv/log.h"
+#include "nsrv/processor.h"
+#include "nsrv/route.h"
+#include "server_int.h"
+
+/* Read-buffer headroom offered to libuv per read. */
+#define READ_CHUNK (64 * 1024)
+/* Replies batched from one read are flushed once they pass this size. */
+#define OUT_FLUSH_BYTES (256 * 1024)
+/* The first byte of a TLS ClientHello record; we do not speak TLS. */
+#define TLS_HANDSHAKE_BYTE 0x16
+/* MQVersion V5_3_1: only newer clients understand GO_AWAY (spec §1.10). */
+#define VERSION_GO_AWAY_MIN 475
+
+typedef struct {
+    uv_write_t req;
+    nsrv_conn_t *conn;
+    size_t len;
+    char data[];
+} write_req_t;
+
+static void conn_process(nsrv_conn_t *c);
+
+static size_t out_limit(const nsrv_conn_t *c) {
+    return (size_t)c->srv->cfg->conn_output_limit_bytes;
+}
+
+static void close_cb(uv_handle_t *h) {
+    nsrv_conn_t *c = (nsrv_conn_t *)h;
+    nsrv_server_t *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->n_conns--;
+    nsrv_buf_deinit(&c->in);
+    nsrv_free(c);
+    if (srv->shutting_down && srv->n_conns == 0)
+        uv_stop(&srv->loop); /* server.c finishes the shutdown once uv_run returns */
+}
+
+void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
+    if (c->closing)
+        return;
+    c->closing = true;
+    nsrv_server_t *srv = c->srv;
+    HASH_DEL(srv->conn_by_id, c);
+    size_t dropped = nsrv_route_conn_closed(srv->rt, c->id, nsrv_now_mono_ms());
+    if (dropped)
+        nsrv_log_notice("SERVER", "connection '%s' closed (%s): %zu broker(s) unregistered",
+                        c->peer, why, dropped);
+    else
+        nsrv_log_info("SERVER", "connection '%s' closed (%s)", c->peer, why);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_close((uv_handle_t *)&c->tcp, close_cb);
+}
+
+static void set_reading(nsrv_conn_t *c, bool on);
+
+static void write_cb(uv_write_t *req, int status) {
+    write_req_t *w = (write_req_t *)req;
+    nsrv_conn_t *c = w->conn;
+    c->out_pending -= w->len;
+    nsrv_free(w);
+    if (c->closing)
+        return;
+    if (status < 0) {
+        nsrv__conn_close(c, uv_strerror(status));
+        return;
+    }
+    c->last_active_ms = nsrv_now_mono_ms();
+    /* Resume at half the limit so a slow reader is not toggled on every write. */
+    if (c->out_pending <= out_limit(c) / 2) {
+        conn_process(c);
+        if (!c->closing && c->out_pending <= out_limit(c) && !c->srv->shutting_down)
+            set_reading(c, true);
+    }
+    if (!c->closing && c->srv->shutting_down)
+        nsrv__conn_maybe_finish(c);
+}
+
+/* Sends what it can at once; queues the rest with a copy owned by the write request. */
+static void conn_send(nsrv_conn_t *c, const char *data, size_t len) {
+    if (c->closing || len == 0)
+        return;
+    size_t off = 0;
+    if (c->out_pending == 0) {
+        uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        if (n > 0)
+            off = (size_t)n;
+        else if (n < 0 && n != UV_EAGAIN) {
+            nsrv__conn_close(c, uv_strerror(n));
+            return;
+        }
+    }
+    if (off == len) {
+        c->last_active_ms = nsrv_now_mono_ms();
+        return;
+    }
+    size_t rest = len - off;
+    write_req_t *w = nsrv_malloc(sizeof *w + rest);
+    w->conn = c;
+    w->len = rest;
+    memcpy(w->data, data + off, rest);
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)rest);
+    int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+    if (rc < 0) {
+        nsrv_free(w);
+        nsrv__conn_close(c, uv_strerror(rc));
+        return;
+    }
+    c->out_pending += rest;
+}
+
+static void flush_out(nsrv_conn_t *c) {
+    nsrv_buf_t *out = &c->srv->out;
+    conn_send(c, out->data, out->len);
+    nsrv_buf_reset(out);
+}
+
+/* Runs one decoded request and appends its reply (if any) to srv->out. */
+static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
+    nsrv_server_t *srv = c->srv;
+    if (req->flag & NSRV_FLAG_RESPONSE)
+        return; /* nsrvd sends no requests that expect answers */
+    bool oneway = (req->flag & NSRV_FLAG_ONEWAY) != 0;
+    nsrv_cmd_t resp;
+    if (srv->shutting_down && req->version > VERSION_GO_AWAY_MIN) {
+        if (oneway)
+            return;
+        nsrv_processor_go_away(req, &resp);
+    } else {
+        nsrv_processor_handle(srv->proc, req, c->id, nsrv_now_mono_ms(), &srv->arena, &srv->body,
+                              &resp);
+        if (oneway)
+            return;
+    }
+    nsrv_cmd_encode(&srv->out, &resp);
+}
+
+static void conn_process(nsrv_conn_t *c) {
+    nsrv_server_t *srv = c->srv;
+    size_t max_frame = (size_t)srv->cfg->max_frame_length;
+    while (!c->closing && c->out_pending <= out_limit(c)) {
+        const uint8_t *p = (const uint8_t *)c->in.data + c->in_off;
+        size_t avail = c->in.len - c->in_off;
+        size_t frame_len = 0;
+        int rc = nsrv_frame_peek(p, avail, max_frame, &frame_len);
+        if (rc == NSRV_AGAIN) {
+            if (frame_len > avail) /* whole frame length known: read straight into place */
+                nsrv_buf_reserve(&c->in, frame_len - avail);
+            break;
+        }
+        if (rc < 0) {
+            nsrv__conn_close(c, "bad frame length");
+            return;
+        }
+        nsrv_arena_reset(&srv->arena);
+        nsrv_cmd_t req;
+        rc = nsrv_cmd_decode(p, frame_len, &srv->arena, &req);
+        if (rc < 0) {
+            nsrv_log_info("SERVER", "closing '%s': %s", c->peer, nsrv_strerror(rc));
+            nsrv__conn_close(c, nsrv_strerror(rc));
+            return;
+        }
+        c->in_off += frame_len;
+        run_request(c, &req);
+        if (srv->out.len >= OUT_FLUSH_BYTES)
+            flush_out(c);
+    }
+    flush_out(c);
+    if (c->closing)
+        return;
+    /* Drop consumed bytes so the buffer does not creep. */
+    if (c->in_off == c->in.len) {
+        c->in_off = 0;
+        nsrv_buf_reset(&c->in);
+    } else if (c->in_off > c->in.cap / 2) {
+        memmove(c->in.data, c->in.data + c->in_off, c->in.len - c->in_off);
+        c->in.len -= c->in_off;
+        c->in_off = 0;
+    }
+    if (c->out_pending > out_limit(c))
+        set_reading(c, false);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    nsrv_conn_t *c = (nsrv_conn_t *)h;
+    nsrv_buf_reserve(&c->in, READ_CHUNK);
+    /* Keep one byte for the buffer's trailing NUL. */
+    *buf = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len - 1));
+}
+
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    nsrv_conn_t *c = (nsrv_conn_t *)s;
+    if (nread == 0 || c->closing)
+        return;
+    if (nread < 0) {
+        nsrv__conn_close(c, nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
+        return;
+    }
+    c->in.len += (size_t)nread;
+    c->last_active_ms = nsrv_now_mono_ms();
+    if (!c->saw_first_byte) {
+        c->saw_first_byte = true;
+        if ((uint8_t)c->in.data[0] == TLS_HANDSHAKE_BYTE) {
+            nsrv__conn_close(c, "TLS handshake on a plain-text port");
+            return;
+        }
+    }
+    conn_process(c);
+    if (!c->closing && c->srv->shutting_down)
+        nsrv__conn_maybe_finish(c);
+}
+
+static void set_reading(nsrv_conn_t *c, bool on) {
+    if (c->closing || c->reading == on)
+        return;
+    c->reading = on;
+    if (on)
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    else
+        uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+void nsrv__conn_accept(nsrv_server_t *srv) {
+    nsrv_conn_t *c = nsrv_calloc(1, sizeof *c);
+    uv_tcp_init(&srv->loop, &c->tcp);
+    if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, (uv_close_cb)nsrv_free);
+        return;
+    }
+    c->srv = srv;
+    c->id = ++srv->next_conn_id;
+    nsrv_buf_init(&c->in);
+    c->last_active_ms = nsrv_now_mono_ms();
+    uv_tcp_nodelay(&c->tcp, 1);
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    strcpy(c->peer, "?");
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+        char ip[48] = "";
+        int port = 0;
+        if (ss.ss_family == AF_INET) {
+            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
+            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        } else if (ss.ss_family == AF_INET6) {
+            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
+            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+        snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+    }
+    c->next = srv->conns;
+    if (srv->conns)
+        srv->conns->prev = c;
+    srv->conns = c;
+    srv->n_conns++;
+    HASH_ADD(hh, srv->conn_by_id, id, sizeof c->id, c);
+    set_reading(c, true);
+}
+
+void nsrv__conn_maybe_finish(nsrv_conn_t *c) {
+    if (c->closing || c->out_pending > 0 || c->in_off != c->in.len)
+        return;
+    /* Bytes still in the kernel are a request in flight: read them first. */
+    uv_os_fd_t fd;
+    int unread = 0;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, FIONREAD, &unread) == 0 &&
+        unread > 0)
+        return;
+    nsrv__conn_close(c, "shutting down");
+}
+
+/* Closes connections whose broker expired. Deferred because expiry runs inside
+ * route-table calls, which must not be re-entered by a close. */
+static void deferred_cb(uv_idle_t *h) {
+    nsrv_server_t *srv = h->data;
+    uv_idle_stop(h);
+    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->deferred_close && !c->closing)
+            nsrv__conn_close(c, "broker expired");
+    }
+}
+
+void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id) {
+    nsrv_conn_t *c = NULL;
+    HASH_FIND(hh, srv->conn_by_id, &conn_id, sizeof conn_id, c);
+    if (!c || c->closing)
+        return;
+    c->deferred_close = true;
+    uv_idle_start(&srv->deferred, deferred_cb);
+}

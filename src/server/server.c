@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Server lifecycle: start-up (KV load, bind, boot line), the expiry scan and
+ * idle-connection timers, signals, and graceful shutdown.
+ *
+ * Shutdown (SIGTERM/SIGINT): stop accepting; keep serving connections until
+ * each has no partial request buffered, nothing unread in the kernel and
+ * every reply written, then close it. New requests from clients newer than
+ * 5.3.1 get GO_AWAY meanwhile, so they move to another NameServer. The loop
+ * ends when the last connection is closed, or at shutdownWaitTimeSeconds
+ * when the stragglers are closed by force. A second signal exits at once.
+ */
+#include "nsrv/server.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/config.h"
+#include "nsrv/kv.h"
+#include "nsrv/log.h"
+#include "nsrv/processor.h"
+#include "nsrv/route.h"
+#include "server_int.h"
+
+/* How often idle connections are looked for; the timeout itself is configured. */
+#define IDLE_CHECK_MS 1000
+
+static void route_conn_close_cb(void *ud, uint64_t conn_id) {
+    nsrv__conn_defer_close(ud, conn_id);
+}
+
+static void scan_cb(uv_timer_t *t) {
+    nsrv_server_t *srv = t->data;
+    size_t n = nsrv_route_expire(srv->rt, nsrv_now_mono_ms());
+    if (n)
+        nsrv_log_notice("ROUTE", "expiry scan removed %zu inactive broker(s)", n);
+}
+
+static void idle_cb(uv_timer_t *t) {
+    nsrv_server_t *srv = t->data;
+    uint64_t now = nsrv_now_mono_ms();
+    uint64_t idle_ms = (uint64_t)srv->cfg->server_channel_max_idle_time_seconds * 1000u;
+    if (idle_ms == 0)
+        return;
+    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (!c->closing && c->out_pending == 0 && now - c->last_active_ms >= idle_ms)
+            nsrv__conn_close(c, "idle");
+    }
+}
+
+static void listener_cb(uv_stream_t *s, int status) {
+    nsrv_server_t *srv = s->data;
+    if (status < 0) {
+        nsrv_log_warn("SERVER", "accept failed: %s", uv_strerror(status));
+        return;
+    }
+    if (srv->shutting_down)
+        return;
+    nsrv__conn_accept(srv);
+}
+
+static void deadline_cb(uv_timer_t *t) {
+    nsrv_server_t *srv = t->data;
+    nsrv_log_warn("SERVER", "shutdown wait over: closing %zu connection(s) by force",
+                  srv->n_conns);
+    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        nsrv__conn_close(c, "shutdown deadline");
+    }
+    if (srv->n_conns == 0)
+        uv_stop(&srv->loop);
+}
+
+static void begin_shutdown(nsrv_server_t *srv, int signum) {
+    srv->shutting_down = true;
+    nsrv_log_notice("SERVER", "received %s: shutting down, %zu connection(s) open",
+                    strsignal(signum), srv->n_conns);
+    if (srv->listener_open) {
+        srv->listener_open = false;
+        uv_close((uv_handle_t *)&srv->listener, NULL);
+    }
+    uv_timer_start(&srv->deadline_timer, deadline_cb,
+                   (uint64_t)srv->cfg->shutdown_wait_time_seconds * 1000u, 0);
+    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        nsrv__conn_maybe_finish(c);
+    }
+    if (srv->n_conns == 0)
+        uv_stop(&srv->loop);
+}
+
+static void signal_cb(uv_signal_t *h, int signum) {
+    nsrv_server_t *srv = h->data;
+    if (signum == SIGHUP) {
+        nsrv_log_notice("SERVER", "SIGHUP: nothing to reload");
+        return;
+    }
+    if (++srv->signals_seen > 1) {
+        nsrv_log_warn("SERVER", "second signal: exiting without waiting");
+        fflush(stderr);
+        _exit(1);
+    }
+    begin_shutdown(srv, signum);
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static int bind_listener(nsrv_server_t *srv) {
+    struct sockaddr_storage addr;
+    const char *host = srv->cfg->bind_address && *srv->cfg->bind_address
+                           ? srv->cfg->bind_address
+                           : "0.0.0.0";
+    int port = srv->cfg->listen_port;
+    int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
+                               : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    if (rc == 0)
+        rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&srv->listener, srv->cfg->server_socket_backlog,
+                       listener_cb);
+    if (rc != 0) {
+        nsrv_log_error("SERVER", "cannot listen on %s:%d: %s", host, port, uv_strerror(rc));
+        return rc;
+    }
+    srv->listener_open = true;
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&bound, &len);
+    int bound_port = bound.ss_family == AF_INET6
+                         ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+                         : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    /* Scripts wait for this exact line (NamesrvStartup prints it on stdout). */
+    printf("The Name Server boot success. serializeType=JSON, address %s:%d\n", host, bound_port);
+    fflush(stdout);
+    return 0;
+}
+
+static void init_timer(nsrv_server_t *srv, uv_timer_t *t) {
+    uv_timer_init(&srv->loop, t);
+    t->data = srv;
+}
+
+static void init_signal(nsrv_server_t *srv, uv_signal_t *s, int signum) {
+    uv_signal_init(&srv->loop, s);
+    s->data = srv;
+    uv_signal_start(s, signal_cb, signum);
+}
+
+int nsrv_server_run(struct nsrv_config *cfg) {
+    nsrv_server_t *srv = nsrv_calloc(1, sizeof *srv);
+    int exit_code = 1;
+    srv->cfg = cfg;
+    nsrv_arena_init(&srv->arena, 16 * 1024);
+    nsrv_buf_init(&srv->body);
+    nsrv_buf_init(&srv->out);
+    uv_loop_init(&srv->loop);
+
+    srv->kv = nsrv_kv_create(cfg->kv_config_path);
+    char err[256] = "";
+    if (nsrv_kv_load(srv->kv, err, sizeof err) != 0) {
+        nsrv_log_error("KV", "cannot load '%s': %s", cfg->kv_config_path, err);
+        goto stop_loop;
+    }
+    srv->rt = nsrv_route_create();
+    nsrv_route_set_conn_close_cb(srv->rt, route_conn_close_cb, srv);
+    srv->proc = nsrv_processor_create(cfg, srv->rt, srv->kv, nsrv_now_mono_ms());
+
+    uv_tcp_init(&srv->loop, &srv->listener);
+    srv->listener.data = srv;
+    uv_idle_init(&srv->loop, &srv->deferred);
+    srv->deferred.data = srv;
+    init_timer(srv, &srv->scan_timer);
+    init_timer(srv, &srv->idle_timer);
+    init_timer(srv, &srv->deadline_timer);
+    init_signal(srv, &srv->sig_term, SIGTERM);
+    init_signal(srv, &srv->sig_int, SIGINT);
+    init_signal(srv, &srv->sig_hup, SIGHUP);
+    if (bind_listener(srv) != 0)
+        goto stop_loop;
+    uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
+    uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);
+    uv_timer_start(&srv->idle_timer, idle_cb, IDLE_CHECK_MS, IDLE_CHECK_MS);
+
+    uv_run(&srv->loop, UV_RUN_DEFAULT);
+    exit_code = 0;
+    /* KV and config changes were persisted when made; routes are never persisted (spec §5.6). */
+    nsrv_log_notice("SERVER", "shutdown complete");
+
+stop_loop:
+    uv_walk(&srv->loop, close_walk_cb, NULL);
+    uv_run(&srv->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&srv->loop) != 0)
+        nsrv_log_warn("SERVER", "event loop closed with handles still open");
+cleanup:
+    nsrv_processor_destroy(&srv->proc);
+    nsrv_route_destroy(&srv->rt);
+    nsrv_kv_destroy(&srv->kv);
+    nsrv_arena_deinit(&srv->arena);
+    nsrv_buf_deinit(&srv->body);
+    nsrv_buf_deinit(&srv->out);
+    nsrv_free(srv);
+    return exit_code;
+}

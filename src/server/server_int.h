@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Private to the server module: server and connection state. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+#include <uthash.h>
+
+#include "nsrv/arena.h"
+#include "nsrv/buf.h"
+#include "nsrv/remoting.h"
+
+struct nsrv_config;
+typedef struct nsrv_route nsrv_route_t;
+typedef struct nsrv_kv nsrv_kv_t;
+typedef struct nsrv_processor nsrv_processor_t;
+typedef struct nsrv_server nsrv_server_t;
+
+typedef struct nsrv_conn {
+    uv_tcp_t tcp; /* first: handle <-> conn casts */
+    nsrv_server_t *srv;
+    uint64_t id;
+    char peer[64];
+    nsrv_buf_t in;      /* received bytes; [in_off, in.len) not yet consumed */
+    size_t in_off;
+    size_t out_pending; /* reply bytes handed to libuv and not yet written */
+    uint64_t last_active_ms;
+    bool reading;
+    bool closing;
+    bool saw_first_byte;
+    bool deferred_close;
+    struct nsrv_conn *prev, *next; /* server's connection list */
+    UT_hash_handle hh;              /* by id */
+} nsrv_conn_t;
+
+struct nsrv_server {
+    uv_loop_t loop;
+    struct nsrv_config *cfg;
+    nsrv_route_t *rt;
+    nsrv_kv_t *kv;
+    nsrv_processor_t *proc;
+    uv_tcp_t listener;
+    uv_timer_t scan_timer;
+    uv_timer_t idle_timer;
+    uv_timer_t deadline_timer;
+    uv_idle_t deferred;
+    uv_signal_t sig_term, sig_int, sig_hup;
+    nsrv_conn_t *conns;     /* list head */
+    nsrv_conn_t *conn_by_id;
+    size_t n_conns;
+    uint64_t next_conn_id;
+    bool shutting_down;
+    bool listener_open;
+    int signals_seen;
+    /* Per-request scratch reused across requests: no allocation in steady state. */
+    nsrv_arena_t arena;
+    nsrv_buf_t body;
+    nsrv_buf_t out;
+};
+
+/* conn.c */
+void nsrv__conn_accept(nsrv_server_t *srv);
+void nsrv__conn_close(nsrv_conn_t *c, const char *why);
+/* During shutdown: closes c once it has no partial request and nothing left to write. */
+void nsrv__conn_maybe_finish(nsrv_conn_t *c);
+void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id);
