@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The KV config table (Java KVConfigManager, spec §4): namespace → key → value,
+ * persisted as kvConfig.json ({"configTable":{ns:{k:v}}}, compact fastjson)
+ * after every put and delete, atomically and with a ".bak" of the previous
+ * content. Loop thread only; put/delete block on fsync (rare admin requests).
+ * The file parser handles outside bytes and is fuzzed by
+ * src/kvconfig/fuzz/fuzz_kv_load.c.
+ *
+ * Strings are NUL-terminated C strings at this API; a key or value read from
+ * the file may contain "\u0000", which is kept (and written back) exactly, but
+ * a C-string lookup sees it only up to the first NUL.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsrv/buf.h"
+
+/* The namespace of ordered-topic queue layouts (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG, §3.8). */
+#define NSRV_KV_NS_ORDER_TOPIC "ORDER_TOPIC_CONFIG"
+
+/* Largest kvConfig.json (or .bak) that load reads; bigger files are refused, not truncated. */
+#define NSRV_KV_MAX_FILE_BYTES ((size_t)64 << 20)
+
+typedef struct nsrv_kv nsrv_kv_t;
+
+/*
+ * Creates an empty table persisted at path (copied; NULL: in-memory only, for
+ * tests). Nothing is read until nsrv_kv_load. Never NULL (aborts on OOM).
+ */
+nsrv_kv_t *nsrv_kv_create(const char *path);
+
+/* Frees the table and sets *kv to NULL; accepts NULL and *kv == NULL. */
+void nsrv_kv_destroy(nsrv_kv_t **kv);
+
+/*
+ * Loads the file at path and merges it in: each namespace in the file
+ * replaces the same-named namespace in memory (Java's configTable.putAll).
+ * - No path, or the file is missing: nothing changes, returns 0.
+ * - The file is empty or blank (a Java NameServer crashed in its
+ *   truncate-then-write): "<path>.bak" is loaded if it parses, otherwise the
+ *   table stays as it is; returns 0 with a warning logged.
+ * - The file does not parse, or cannot be read (permissions, over
+ *   NSRV_KV_MAX_FILE_BYTES): if "<path>.bak" parses it is loaded with a
+ *   warning and 0 is returned; otherwise returns NSRV_EJSON (parse error) or
+ *   the -errno of the read, with a message in err (if err != NULL), and the
+ *   table is unchanged.
+ * Accepted: {"configTable":{ns:{k:v}}}; unknown top-level keys are ignored; a
+ * missing or null configTable is empty; a null namespace or value is skipped;
+ * numbers, booleans, objects and arrays are stored as their compact JSON
+ * text. A configTable or namespace that is not an object is an error.
+ */
+int nsrv_kv_load(nsrv_kv_t *kv, char *err, size_t err_len);
+
+/*
+ * Creates the namespace if needed, sets key = value (copied) and persists.
+ * value NULL stores Java's null: the key exists but reads as absent and is
+ * omitted from the file and from encodings. Returns 0, -EINVAL if ns or key
+ * is NULL (nothing changes), or the -errno of persistence (the in-memory
+ * change stays, as in Java, which only logs the failed write).
+ */
+int nsrv_kv_put(nsrv_kv_t *kv, const char *ns, const char *key, const char *value);
+
+/* Borrowed value valid until the next mutation; NULL if absent or null, or if ns/key is NULL. */
+const char *nsrv_kv_get(const nsrv_kv_t *kv, const char *ns, const char *key);
+
+/*
+ * Removes key if present. The namespace stays even when it becomes empty, and
+ * the file is ALWAYS rewritten, even when nothing was removed (Java does so).
+ * Returns 0, -EINVAL if ns or key is NULL (nothing written), or the -errno of
+ * persistence.
+ */
+int nsrv_kv_delete(nsrv_kv_t *kv, const char *ns, const char *key);
+
+/* True if the namespace exists, even when empty. */
+bool nsrv_kv_has_namespace(const nsrv_kv_t *kv, const char *ns);
+
+/*
+ * Appends the KVTable body {"table":{"k":"v",...}} (compact, fastjson default
+ * escaping, insertion order, null values omitted) for ns. Returns false and
+ * appends nothing if the namespace does not exist.
+ */
+bool nsrv_kv_encode_namespace(const nsrv_kv_t *kv, const char *ns, nsrv_buf_t *out);
+
+/*
+ * Appends the whole file text {"configTable":{ns:{k:v}}}: compact, one line,
+ * no trailing newline, namespaces and keys in insertion order, emptied
+ * namespaces as {}, null values omitted.
+ */
+void nsrv_kv_encode_file(const nsrv_kv_t *kv, nsrv_buf_t *out);
+
+/*
+ * Counter bumped by every put, every delete that removed a key, and every
+ * load that changed the table; callers compare it to invalidate caches (for
+ * example the encoded ORDER_TOPIC_CONFIG table).
+ */
+uint64_t nsrv_kv_generation(const nsrv_kv_t *kv);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private to src/kvconfig: the table layout shared by kv.c (the in-memory
+ * table and its encodings, no I/O) and kv_store.c (file load and persist).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/kv.h"
+
+/*
+ * FNV-1a instead of uthash's default Jenkins hash, whose switch falls through
+ * without annotations and so fails clang's -Wimplicit-fallthrough -Werror.
+ * The keys are admin-set names, so a non-keyed hash is fine here.
+ */
+static inline unsigned nsrv__kv_hash(const void *key, size_t len) {
+    const unsigned char *p = key;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = nsrv__kv_hash((keyptr), (size_t)(keylen)))
+#define uthash_malloc(sz) nsrv_malloc(sz)
+#define uthash_free(ptr, sz) nsrv_free(ptr)
+#include <uthash.h>
+
+/* Key and value keep their lengths: a file may hold "\u0000" inside a string. */
+typedef struct nsrv_kv_entry {
+    char *key;
+    size_t key_len;
+    char *value; /* NULL: Java's stored null (reads as absent, not written) */
+    size_t value_len;
+    UT_hash_handle hh;
+} nsrv_kv_entry_t;
+
+typedef struct nsrv_kv_ns {
+    char *name;
+    size_t name_len;
+    nsrv_kv_entry_t *entries; /* uthash head; iteration is insertion order */
+    UT_hash_handle hh;
+} nsrv_kv_ns_t;
+
+struct nsrv_kv {
+    char *path;          /* NULL: in-memory only */
+    nsrv_kv_ns_t *table; /* uthash head; iteration is insertion order */
+    uint64_t generation;
+};
+
+/* Finds or appends namespace name[0..len) in *table. */
+nsrv_kv_ns_t *nsrv__kv_ns_get_or_add(nsrv_kv_ns_t **table, const char *name, size_t len);
+/* Removes every key of ns (the namespace itself stays). */
+void nsrv__kv_ns_clear(nsrv_kv_ns_t *ns);
+/* Sets key = value in ns, overwriting in place; value NULL stores null. */
+void nsrv__kv_ns_set(nsrv_kv_ns_t *ns, const char *key, size_t key_len, const char *value,
+                     size_t value_len);
+/* Frees every namespace of *table and sets it to NULL. */
+void nsrv__kv_table_free(nsrv_kv_ns_t **table);
+/* Moves each namespace of *src into kv, replacing same-named ones; empties *src. */
+void nsrv__kv_merge(nsrv_kv_t *kv, nsrv_kv_ns_t **src);
+
+/*
+ * Parses kvConfig.json text and merges it into kv (see nsrv_kv_load for the
+ * accepted shape). On error returns NSRV_EJSON with a message in err and
+ * leaves kv unchanged. Used by nsrv_kv_load and the fuzz target.
+ */
+int nsrv__kv_load_text(nsrv_kv_t *kv, const char *text, size_t len, char *err, size_t err_len);
+/* Writes the whole table to kv->path (no-op without a path). Returns 0 or -errno. */
+int nsrv__kv_persist(nsrv_kv_t *kv);
