@@ -1,0 +1,236 @@
+"""Start, watch and stop nsrvd processes for black-box tests (127.0.0.1 only)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence
+
+BOOT_RE = re.compile(r"The Name Server boot success\. serializeType=JSON, address 127\.0\.0\.1:(\d+)")
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
+
+
+def timeout_mult() -> float:
+    """Scale factor for every wait (env NSRV_TEST_TIMEOUT_MULT, e.g. 3 under ASan)."""
+    try:
+        return max(1.0, float(os.environ.get("NSRV_TEST_TIMEOUT_MULT", "1")))
+    except ValueError:
+        return 1.0
+
+
+def scaled(seconds: float) -> float:
+    return seconds * timeout_mult()
+
+
+def free_port() -> int:
+    """A port that was free a moment ago on 127.0.0.1 (bind to port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_properties(path: Path, props: Mapping[str, object]) -> None:
+    lines = []
+    for k, v in props.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        lines.append(f"{k}={v}")
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def binary_has_asan(binary: str) -> bool:
+    try:
+        with open(binary, "rb") as f:
+            return b"AddressSanitizer" in f.read()
+    except OSError:
+        return False
+
+
+class NsrvdProcess:
+    """One nsrvd process with its own temp dir, config file and captured output files."""
+
+    def __init__(
+        self,
+        binary: str,
+        workdir: Path,
+        config: Optional[Mapping[str, object]] = None,
+        *,
+        port: Optional[int] = None,
+        extra_args: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+        raw_config: Optional[str] = None,
+        name: str = "nsrvd",
+    ) -> None:
+        self.binary = binary
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.port = port if port is not None else free_port()
+        self.kv_path = self.workdir / "namesrv" / "kvConfig.json"
+        self.config_path = self.workdir / f"{name}.properties"
+        self.config: Dict[str, object] = self.default_config()
+        if config:
+            self.config.update(config)
+        if raw_config is not None:
+            self.config_path.write_text(raw_config, encoding="utf-8")
+        else:
+            write_properties(self.config_path, self.config)
+        self.extra_args = list(extra_args)
+        self.env = dict(os.environ)
+        self.env["HOME"] = str(self.workdir)
+        if env:
+            self.env.update(env)
+        self.stdout_path = self.workdir / f"{name}.stdout"
+        self.stderr_path = self.workdir / f"{name}.stderr"
+        self.proc: Optional[subprocess.Popen] = None
+        self.returncode: Optional[int] = None
+        self._stopped_by_test = False
+
+    def default_config(self) -> Dict[str, object]:
+        return {
+            "listenPort": self.port,
+            "bindAddress": "127.0.0.1",
+            "kvConfigPath": str(self.kv_path),
+            "configStorePath": str(self.config_path),
+        }
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, wait_boot: bool = True, boot_timeout: float = 10.0) -> "NsrvdProcess":
+        args = [self.binary, "-c", str(self.config_path), *self.extra_args]
+        self._out = open(self.stdout_path, "wb")
+        self._err = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=self._out,
+            stderr=self._err,
+            env=self.env,
+            cwd=str(self.workdir),
+            start_new_session=True,
+        )
+        if wait_boot:
+            self.wait_boot(boot_timeout)
+        return self
+
+    def output(self) -> str:
+        return self.stdout() + self.stderr()
+
+    def stdout(self) -> str:
+        try:
+            return self.stdout_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def wait_boot(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + scaled(timeout)
+        while time.monotonic() < deadline:
+            m = BOOT_RE.search(self.output())
+            if m:
+                if int(m.group(1)) != self.port:
+                    raise AssertionError(f"boot line names port {m.group(1)}, expected {self.port}")
+                return
+            if self.proc is not None and self.proc.poll() is not None:
+                self.returncode = self.proc.returncode
+                raise AssertionError(
+                    f"nsrvd exited with {self.proc.returncode} before booting:\n{self.tail()}"
+                )
+            time.sleep(0.02)
+        raise AssertionError(f"no boot line within {scaled(timeout):.1f}s:\n{self.tail()}")
+
+    def tail(self, n: int = 4000) -> str:
+        return f"--- stdout ---\n{self.stdout()[-n:]}\n--- stderr ---\n{self.stderr()[-n:]}"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig: int = signal.SIGTERM) -> None:
+        if self.alive():
+            self.proc.send_signal(sig)
+
+    def wait(self, timeout: float) -> Optional[int]:
+        """Exit code, or None if still running after ``timeout`` (scaled)."""
+        assert self.proc is not None
+        try:
+            self.returncode = self.proc.wait(scaled(timeout))
+        except subprocess.TimeoutExpired:
+            return None
+        self._close_files()
+        return self.returncode
+
+    def terminate(self, timeout: float = 10.0) -> Optional[int]:
+        """SIGTERM and wait; returns the exit code or None on timeout (then the process is
+        killed so nothing leaks)."""
+        self._stopped_by_test = True
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.wait(timeout)
+        if rc is None:
+            self.kill()
+        return rc
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        self._close_files()
+
+    def _close_files(self) -> None:
+        for f in (getattr(self, "_out", None), getattr(self, "_err", None)):
+            if f is not None and not f.closed:
+                f.close()
+
+    def sanitizer_errors(self) -> List[str]:
+        text = self.output()
+        return [m for m in SANITIZER_MARKERS if m in text]
+
+    def rss_kb(self) -> int:
+        """Resident set size from /proc/<pid>/status (kB)."""
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def open_fds(self) -> int:
+        try:
+            return len(os.listdir(f"/proc/{self.pid}/fd"))
+        except OSError:
+            return -1
+
+
+def run_cli(binary: str, args: Sequence[str], *, workdir: Path, timeout: float = 10.0) -> subprocess.CompletedProcess:
+    """Run nsrvd to completion (for -p, -h, --version and bad configs)."""
+    env = dict(os.environ)
+    env["HOME"] = str(workdir)
+    return subprocess.run(
+        [binary, *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        cwd=str(workdir),
+        timeout=scaled(timeout),
+    )
