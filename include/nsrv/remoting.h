@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * RocketMQ remoting codec: frame length prefix, JSON and ROCKETMQ (binary)
+ * command headers, and the decoded command value nsrv_cmd_t.
+ * Pure code: no I/O, no libuv, no global state; callable from any thread.
+ * Parses untrusted bytes: every length is checked and bad input returns an
+ * error, never asserts. Fuzzed by src/remoting/fuzz/fuzz_frame.c and
+ * fuzz_hdr_json.c. Wire format: proto/remoting.md.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsrv/arena.h"
+#include "nsrv/buf.h"
+#include "nsrv/common.h"
+
+/* Netty's maxFrameLength in the Java server; it counts the 4-byte length too
+ * (proto/remoting.md §2, reference §1.2). */
+#define NSRV_FRAME_MAX_DEFAULT 16777216u
+/* The header length is the low 24 bits of the second word. */
+#define NSRV_HDR_LEN_MAX 0x00FFFFFFu
+/* Fixed part of a ROCKETMQ binary header (reference §1.4). */
+#define NSRV_HDR_ROCKETMQ_FIXED 21u
+
+#define NSRV_SER_JSON 0
+#define NSRV_SER_ROCKETMQ 1
+
+#define NSRV_FLAG_RESPONSE 1
+#define NSRV_FLAG_ONEWAY 2
+
+/* LanguageCode (reference §0.4); name and binary code. */
+#define NSRV_LANG_JAVA 0
+#define NSRV_LANG_CPP 1
+#define NSRV_LANG_DOTNET 2
+#define NSRV_LANG_PYTHON 3
+#define NSRV_LANG_DELPHI 4
+#define NSRV_LANG_ERLANG 5
+#define NSRV_LANG_RUBY 6
+#define NSRV_LANG_OTHER 7
+#define NSRV_LANG_HTTP 8
+#define NSRV_LANG_GO 9
+#define NSRV_LANG_PHP 10
+#define NSRV_LANG_OMS 11
+#define NSRV_LANG_RUST 12
+#define NSRV_LANG_NODE_JS 13
+
+/* MQVersion.Version ordinal we stamp on responses (reference §0.3). */
+#define NSRV_SERVER_VERSION 479 /* V5_3_3 */
+
+typedef struct {
+    nsrv_str_t key;
+    nsrv_str_t val;
+} nsrv_ext_field_t;
+
+/*
+ * One decoded (or to-be-encoded) RemotingCommand. After nsrv_cmd_decode all
+ * strings and the ext array live in the caller's arena, and body points into
+ * the frame: the command is valid while both are.
+ */
+typedef struct {
+    int32_t code;
+    int32_t language; /* LanguageCode, -1 if the name/byte was unknown (Java: null) */
+    int32_t version;
+    int32_t opaque;
+    int32_t flag;
+    /* .ptr == NULL when absent; "" also decodes as absent (Java: empty = null).
+     * NUL-terminated after decode. */
+    nsrv_str_t remark;
+    /* JSON: the extFields key was present and not null. Binary: the map
+     * section length was > 0 (even if every entry in it was dropped). */
+    bool has_ext;
+    /* Keys and values are NUL-terminated after decode. JSON null values and
+     * binary zero-length keys/values are dropped (= absent). Duplicate keys
+     * are kept in wire order; nsrv_cmd_ext returns the last, like a HashMap. */
+    nsrv_ext_field_t *ext;
+    size_t n_ext;
+    const uint8_t *body; /* points into the frame; NULL/0 = no body */
+    size_t body_len;
+    uint8_t ser_type; /* NSRV_SER_JSON or NSRV_SER_ROCKETMQ */
+} nsrv_cmd_t;
+
+/**
+ * Looks at buffered stream bytes for one whole frame.
+ * @param p, len     borrowed bytes received so far (p may be NULL when len is 0).
+ * @param max_frame  cap on the whole frame, length prefix included
+ *                   (NSRV_FRAME_MAX_DEFAULT for Java parity).
+ * @param frame_len  out: 4 + N, written only when 0 is returned.
+ * @return 0 when p[0..*frame_len) is a whole frame; NSRV_AGAIN when more bytes
+ *         are needed; NSRV_EFRAME when N is negative, N < 4 or 4 + N > max_frame
+ *         (decided as soon as the first 4 bytes are in; close the connection).
+ */
+int nsrv_frame_peek(const uint8_t *p, size_t len, size_t max_frame, size_t *frame_len);
+
+/**
+ * Decodes one whole frame (its 4-byte length included, as found by
+ * nsrv_frame_peek).
+ * @param frame, frame_len  borrowed; out->body points into it.
+ * @param arena  strings and the ext array are allocated here.
+ * @param out    written only on success.
+ * @return 0; NSRV_EFRAME (frame_len inconsistent with N, header length past
+ *         the frame); NSRV_ESERTYPE (type byte not 0/1); NSRV_EHEADER (bad
+ *         JSON, JSON not an object, bad field types, truncated or inconsistent
+ *         binary header). Any error means: close the connection, no reply.
+ */
+int nsrv_cmd_decode(const uint8_t *frame, size_t frame_len, nsrv_arena_t *arena, nsrv_cmd_t *out);
+
+/**
+ * Ext field lookup by exact (case-sensitive) key.
+ * @return the value (NUL-terminated when decoded), or {NULL,0} if absent.
+ *         With duplicate keys the last one wins.
+ */
+nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key);
+
+/**
+ * Appends the whole frame (length prefix included) of cmd, serialized with
+ * cmd->ser_type (any value other than NSRV_SER_ROCKETMQ means JSON).
+ * JSON header: fastjson's form, keys in alphabetical order: code, extFields
+ * (omitted when !has_ext, {} when has_ext and no fields), flag, language
+ * (name; omitted when unknown), opaque, remark (omitted when .ptr is NULL),
+ * serializeTypeCurrentRPC, version. Ext entries in array order.
+ * Binary header: reference §1.4; a remark that is absent or empty has length
+ * 0; an unknown language is written as JAVA; ext entries in array order.
+ * In both, ext entries with a NULL key or value are skipped; binary also skips
+ * keys longer than 32767 bytes (int16 length).
+ * @return 0, or NSRV_ETOOBIG (nothing appended) when the header exceeds 24
+ *         bits of length or the frame exceeds INT32_MAX. Callers that build
+ *         bounded responses may ignore the result.
+ */
+int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd);
+
+/**
+ * Prepares a response to req as the Java NameServer does (reference §1.5,
+ * §1.7): flag exactly RESPONSE, opaque copied, language JAVA, version
+ * NSRV_SERVER_VERSION, the request's serialize type mirrored, no remark, no
+ * ext, no body.
+ */
+void nsrv_cmd_init_response(nsrv_cmd_t *resp, const nsrv_cmd_t *req, int32_t code);
+
+static inline bool nsrv_cmd_is_response(const nsrv_cmd_t *cmd) {
+    return (cmd->flag & NSRV_FLAG_RESPONSE) != 0;
+}
+static inline bool nsrv_cmd_is_oneway(const nsrv_cmd_t *cmd) {
+    return (cmd->flag & NSRV_FLAG_ONEWAY) != 0;
+}
+
+/* "JAVA", "CPP", ... or NULL when code is not a LanguageCode. */
+const char *nsrv_language_name(int32_t code);
+/* The code of an exact (case-sensitive) name, or -1 if unknown. */
+int32_t nsrv_language_from_name(const char *name, size_t len);

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ROCKETMQ binary header codec (proto/remoting.md §4; Java
+ * RocketMQSerializable.rocketMQProtocolEncode/Decode). Every length read from
+ * the wire is checked against what is left before it is used.
+ * Pure; parses untrusted input; fuzzed by fuzz/fuzz_frame.c.
+ */
+#include <string.h>
+
+#include "remoting_int.h"
+
+static int32_t load_i32(const uint8_t *p) {
+    return (int32_t)nsrv_load_be32(p);
+}
+
+static int16_t load_i16(const uint8_t *p) {
+    return (int16_t)(uint16_t)((p[0] << 8) | p[1]);
+}
+
+/*
+ * Walks the map section m[0..len): entries of int16 keyLen, key, int32 valLen,
+ * value, until len is used up. Every entry must lie wholly inside the section
+ * and lengths must not be negative (Java throws on both). When fields is
+ * NULL only counts the entries that survive (both strings non-empty: Java
+ * reads a zero-length string as null); otherwise also copies them into the
+ * arena. Two passes keep the allocation proportional to real entries rather
+ * than to len / 6.
+ */
+static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_field_t *fields,
+                    size_t *n_out) {
+    size_t off = 0;
+    size_t n = 0;
+    while (off < len) {
+        if (len - off < 2)
+            return NSRV_EHEADER;
+        int16_t klen = load_i16(m + off);
+        off += 2;
+        if (klen < 0 || (size_t)klen > len - off)
+            return NSRV_EHEADER;
+        const uint8_t *key = m + off;
+        off += (size_t)klen;
+        if (len - off < 4)
+            return NSRV_EHEADER;
+        int32_t vlen = load_i32(m + off);
+        off += 4;
+        if (vlen < 0 || (size_t)vlen > len - off)
+            return NSRV_EHEADER;
+        const uint8_t *val = m + off;
+        off += (size_t)vlen;
+        if (klen == 0 || vlen == 0)
+            continue;
+        if (fields) {
+            fields[n].key.ptr = nsrv_arena_strndup(arena, (const char *)key, (size_t)klen);
+            fields[n].key.len = (size_t)klen;
+            fields[n].val.ptr = nsrv_arena_strndup(arena, (const char *)val, (size_t)vlen);
+            fields[n].val.len = (size_t)vlen;
+        }
+        n++;
+    }
+    *n_out = n;
+    return 0;
+}
+
+int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena, nsrv_cmd_t *out) {
+    if (len < NSRV_HDR_ROCKETMQ_FIXED)
+        return NSRV_EHEADER;
+    int32_t code = load_i16(p);
+    uint8_t lang = p[2];
+    int32_t version = load_i16(p + 3);
+    int32_t opaque = load_i32(p + 5);
+    int32_t flag = load_i32(p + 9);
+    int32_t remark_len = load_i32(p + 13);
+    size_t off = 17;
+    if (remark_len < 0 || (size_t)remark_len > len - off)
+        return NSRV_EHEADER;
+    const uint8_t *remark = p + off;
+    off += (size_t)remark_len;
+    if (len - off < 4)
+        return NSRV_EHEADER;
+    int32_t ext_len = load_i32(p + off);
+    off += 4;
+    if (ext_len < 0 || (size_t)ext_len > len - off)
+        return NSRV_EHEADER;
+    const uint8_t *map = p + off;
+    /* Bytes after the map are ignored, as Java reads only what it needs. */
+
+    size_t n_ext = 0;
+    int rc = walk_map(map, (size_t)ext_len, NULL, NULL, &n_ext);
+    if (rc < 0)
+        return rc;
+    nsrv_ext_field_t *ext = NULL;
+    if (n_ext) {
+        ext = nsrv_arena_alloc(arena, n_ext * sizeof *ext);
+        walk_map(map, (size_t)ext_len, arena, ext, &n_ext);
+    }
+
+    out->code = code;
+    out->language = nsrv_language_name(lang) ? lang : -1;
+    out->version = version;
+    out->opaque = opaque;
+    out->flag = flag;
+    out->remark =
+        remark_len > 0
+            ? (nsrv_str_t){nsrv_arena_strndup(arena, (const char *)remark, (size_t)remark_len),
+                           (size_t)remark_len}
+            : NSRV_STR_NULL;
+    out->has_ext = ext_len > 0;
+    out->ext = ext;
+    out->n_ext = n_ext;
+    return 0;
+}
+
+/* Whether an entry is written: Java skips null keys/values; our int16 key
+ * length cannot carry more than 32767 bytes, and a 2 GiB value cannot fit. */
+static bool entry_encodable(const nsrv_ext_field_t *f) {
+    return f->key.ptr && f->val.ptr && f->key.len <= INT16_MAX && f->val.len <= INT32_MAX;
+}
+
+int nsrv__hdr_rocketmq_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
+    size_t remark_len = cmd->remark.ptr ? cmd->remark.len : 0;
+    size_t map_len = 0;
+    for (size_t i = 0; i < cmd->n_ext; i++) {
+        const nsrv_ext_field_t *f = &cmd->ext[i];
+        if (entry_encodable(f))
+            map_len += 2 + f->key.len + 4 + f->val.len;
+        if (map_len > NSRV_HDR_LEN_MAX)
+            return NSRV_ETOOBIG;
+    }
+    if (remark_len > NSRV_HDR_LEN_MAX ||
+        NSRV_HDR_ROCKETMQ_FIXED + remark_len + map_len > NSRV_HDR_LEN_MAX)
+        return NSRV_ETOOBIG;
+
+    nsrv_buf_reserve(out, NSRV_HDR_ROCKETMQ_FIXED + remark_len + map_len);
+    nsrv_buf_append_be16(out, (uint16_t)cmd->code);
+    /* Java would throw on a null language; JAVA is the harmless stand-in. */
+    nsrv_buf_append_u8(out, nsrv_language_name(cmd->language) ? (uint8_t)cmd->language
+                                                              : (uint8_t)NSRV_LANG_JAVA);
+    nsrv_buf_append_be16(out, (uint16_t)cmd->version);
+    nsrv_buf_append_be32(out, (uint32_t)cmd->opaque);
+    nsrv_buf_append_be32(out, (uint32_t)cmd->flag);
+    nsrv_buf_append_be32(out, (uint32_t)remark_len);
+    if (remark_len)
+        nsrv_buf_append(out, cmd->remark.ptr, remark_len);
+    nsrv_buf_append_be32(out, (uint32_t)map_len);
+    for (size_t i = 0; i < cmd->n_ext; i++) {
+        const nsrv_ext_field_t *f = &cmd->ext[i];
+        if (!entry_encodable(f))
+            continue;
+        nsrv_buf_append_be16(out, (uint16_t)f->key.len);
+        nsrv_buf_append(out, f->key.ptr, f->key.len);
+        nsrv_buf_append_be32(out, (uint32_t)f->val.len);
+        nsrv_buf_append(out, f->val.ptr, f->val.len);
+    }
+    return 0;
+}
