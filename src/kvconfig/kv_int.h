@@ -12,25 +12,7 @@
 #include "nsrv/alloc.h"
 #include "nsrv/kv.h"
 
-/*
- * FNV-1a instead of uthash's default Jenkins hash, whose switch falls through
- * without annotations and so fails clang's -Wimplicit-fallthrough -Werror.
- * The keys are admin-set names, so a non-keyed hash is fine here.
- */
-static inline unsigned nsrv__kv_hash(const void *key, size_t len) {
-    const unsigned char *p = key;
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
-#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = nsrv__kv_hash((keyptr), (size_t)(keylen)))
-#define uthash_malloc(sz) nsrv_malloc(sz)
-#define uthash_free(ptr, sz) nsrv_free(ptr)
-#include <uthash.h>
+#include "nsrv/uthash.h"
 
 /* Key and value keep their lengths: a file may hold "\u0000" inside a string. */
 typedef struct nsrv_kv_entry {

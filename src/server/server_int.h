@@ -5,11 +5,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
-#include <uthash.h>
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "nsrv/remoting.h"
+#include "nsrv/uthash.h"
 
 struct nsrv_config;
 typedef struct nsrv_route nsrv_route_t;
