@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Route table internals shared by the route_*.c files. Not for other modules.
+ *
+ * Layout. Broker names are interned as rt_bname_t nodes. A node carries the
+ * BrokerData of that name (when `present`) and an intrusive list of every
+ * QueueData that names it, so "all topics of broker X" (unregister cleanup,
+ * wipe/add perm, cache invalidation) walks only X's queue data instead of the
+ * whole topic table. Topics keep their QueueData pointers in insertion order,
+ * which is the order routes and lists are written in (Java uses hash order;
+ * clients sort).
+ *
+ * Cache invalidation. A topic's cached bodies depend on its QueueData, the
+ * BrokerData of each broker name in it, filter servers of those addresses,
+ * its mapping infos and opts.support_acting_master. Every mutation of one of
+ * those calls nsrv__route_topic_invalidate (directly or through
+ * nsrv__route_bname_changed). Pure refreshes (heartbeats, unchanged
+ * re-registrations) touch none of them.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/buf.h"
+#include "nsrv/common.h"
+#include "nsrv/route.h"
+
+#define uthash_malloc(sz) nsrv_malloc(sz)
+#define uthash_free(ptr, sz) nsrv_free(ptr)
+#include <uthash.h>
+
+typedef struct rt_qd rt_qd_t;
+typedef struct rt_bname rt_bname_t;
+typedef struct rt_topic rt_topic_t;
+
+typedef struct {
+    int64_t id;
+    char *addr;
+} rt_addr_t;
+
+struct rt_bname {
+    char *name;
+    UT_hash_handle hh;
+    bool present;     /* a BrokerData exists for this name */
+    char *cluster;    /* BrokerData.cluster (set when created, never updated, as Java) */
+    char *zone;       /* BrokerData.zoneName, NULL when unset */
+    bool acting;      /* BrokerData.enableActingMaster */
+    rt_addr_t *addrs; /* sorted by id; ids and addresses both unique */
+    size_t n_addrs, cap_addrs;
+    rt_qd_t *qd_head; /* every QueueData naming this broker */
+    uint32_t mark;    /* scratch for set operations (see rt->mark_gen) */
+};
+
+struct rt_qd {
+    rt_bname_t *bname;
+    rt_topic_t *topic;
+    rt_qd_t *bprev, *bnext; /* in bname->qd_head */
+    int32_t read_queue_nums, write_queue_nums, perm, topic_sys_flag;
+};
+
+typedef struct {
+    bool valid;
+    char *order_conf; /* what it was built with; NULL = none */
+    nsrv_buf_t body;
+} rt_cache_t;
+
+struct rt_topic {
+    char *name;
+    UT_hash_handle hh;
+    rt_qd_t **qds; /* never empty while the topic exists */
+    size_t n_qds, cap_qds;
+    rt_cache_t cache[2]; /* indexed by nsrv_route_json_t */
+};
+
+typedef struct {
+    char *name;
+    UT_hash_handle hh;
+} rt_name_t;
+
+typedef struct {
+    char *name;
+    UT_hash_handle hh;
+    rt_name_t *names; /* broker-name set */
+} rt_cluster_t;
+
+/* Key of the live and filter tables: cluster, NUL, address. */
+typedef struct {
+    char *key;
+    size_t key_len;
+    const char *cluster, *addr; /* into key */
+} rt_key_t;
+
+typedef struct {
+    rt_key_t k;
+    UT_hash_handle hh;
+    uint64_t last_direct_ms; /* last REGISTER_BROKER / QUERY_DATA_VERSION / BROKER_HEARTBEAT */
+    uint64_t last_seen_ms;   /* expiry clock; >= last_direct_ms (gossip may raise it) */
+    int64_t timeout_ms;
+    nsrv_data_version_t dv;
+    uint64_t conn_id;
+    char *ha_addr;
+} rt_live_t;
+
+typedef struct {
+    rt_key_t k;
+    UT_hash_handle hh;
+    char **servers;
+    size_t n;
+} rt_filter_t;
+
+/* Live entries per registering connection, so closes of client connections are O(1). */
+typedef struct {
+    uint64_t conn_id;
+    size_t refs;
+    UT_hash_handle hh;
+} rt_conn_t;
+
+typedef struct {
+    char *bname; /* key within the topic */
+    char *topic, *scope;
+    int64_t epoch;
+    int32_t total_queues;
+    bool dirty;
+    nsrv_int_pair_t *ids; /* sorted by key, unique keys */
+    size_t n_ids;
+} rt_mapping_t;
+
+typedef struct {
+    char *topic;
+    UT_hash_handle hh;
+    rt_mapping_t *maps; /* sorted by bname */
+    size_t n, cap;
+} rt_mtopic_t;
+
+struct nsrv_route {
+    nsrv_route_opts_t opts;
+    rt_topic_t *topics;
+    rt_bname_t *bnames;
+    rt_cluster_t *clusters;
+    rt_live_t *live;
+    rt_filter_t *filters;
+    rt_conn_t *conns;
+    rt_mtopic_t *mappings; /* never cleaned by delete or unregister, as Java */
+    /* Lower bound of the earliest live deadline; UINT64_MAX when none. */
+    uint64_t next_expiry;
+    void (*close_cb)(void *ud, uint64_t conn_id);
+    void *close_ud;
+    nsrv_buf_t scratch; /* uncached (zone-filtered) route bodies */
+    uint32_t mark_gen;
+    nsrv_route_stats_t stats;
+};
+
+/* NULL-aware string equality (NULL equals only NULL). */
+static inline bool nsrv__route_str_eq_null(const char *a, const char *b) {
+    if (!a || !b)
+        return a == b;
+    return strcmp(a, b) == 0;
+}
+
+/* --- route_table.c --- */
+rt_bname_t *nsrv__route_bname_find(const nsrv_route_t *rt, const char *name);
+rt_bname_t *nsrv__route_bname_get(nsrv_route_t *rt, const char *name);
+/* Frees the node when it has neither BrokerData nor QueueData. */
+void nsrv__route_bname_release(nsrv_route_t *rt, rt_bname_t *b);
+/* The BrokerData of b changed: invalidate every topic naming it. */
+void nsrv__route_bname_changed(nsrv_route_t *rt, rt_bname_t *b);
+const char *nsrv__route_bname_addr(const rt_bname_t *b, int64_t id);
+/* Removes the entry whose address is addr (at most one); true if one was. */
+bool nsrv__route_bname_remove_addr(rt_bname_t *b, const char *addr);
+/* Sets addrs[id] = addr; returns true when that changed anything. */
+bool nsrv__route_bname_put_addr(rt_bname_t *b, int64_t id, const char *addr, bool *was_empty);
+
+rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name);
+rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b);
+void nsrv__route_topic_invalidate(rt_topic_t *t);
+void nsrv__route_invalidate_all(nsrv_route_t *rt);
+/* createAndUpdateQueueData: insert, or replace only if different. */
+void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,
+                           int32_t write_q, int32_t perm, int32_t sys_flag);
+/* Removes one QueueData; drops its topic when left empty. Does not release b. */
+void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd);
+
+void nsrv__route_cluster_add(nsrv_route_t *rt, const char *cluster, const char *name);
+rt_cluster_t *nsrv__route_cluster_find(const nsrv_route_t *rt, const char *cluster);
+
+/* The 5.x unregister of one request (spec §3.5), live entry included. */
+void nsrv__route_unregister(nsrv_route_t *rt, const char *cluster, const char *addr,
+                            const char *name, int64_t id);
+
+/* --- route_live.c --- */
+rt_live_t *nsrv__route_live_find(const nsrv_route_t *rt, const char *cluster, const char *addr);
+/* Inserts or replaces the live entry (registerBroker step 11). */
+rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const char *cluster, const char *addr,
+                                uint64_t now_ms, int64_t timeout_ms, const nsrv_data_version_t *dv,
+                                uint64_t conn_id, const char *ha_addr);
+void nsrv__route_live_remove(nsrv_route_t *rt, const char *cluster, const char *addr);
+void nsrv__route_filter_set(nsrv_route_t *rt, const char *cluster, const char *addr,
+                            const char *const *servers, size_t n);
+const rt_filter_t *nsrv__route_filter_find(const nsrv_route_t *rt, const char *cluster,
+                                           const char *addr);
+void nsrv__route_filter_remove(nsrv_route_t *rt, const char *cluster, const char *addr);
+/* Expires what is due, except `keep` (may be NULL). Cheap when nothing is due. */
+void nsrv__route_expire_due(nsrv_route_t *rt, uint64_t now_ms, const rt_live_t *keep);
+void nsrv__route_live_free_all(nsrv_route_t *rt);
+
+/* --- route_mapping.c --- */
+void nsrv__route_mapping_put(nsrv_route_t *rt, const nsrv_mapping_info_t *m);
+const rt_mtopic_t *nsrv__route_mapping_find(const nsrv_route_t *rt, const char *topic);
+void nsrv__route_mapping_free_all(nsrv_route_t *rt);
+
+/* --- route_encode.c --- */
+void nsrv__route_write_str(nsrv_buf_t *out, const char *s, nsrv_route_json_t mode);
+void nsrv__route_write_addrs(nsrv_buf_t *out, const rt_bname_t *b, nsrv_route_json_t mode,
+                             bool rewrite);
+void nsrv__route_write_bd(nsrv_buf_t *out, const rt_bname_t *b, nsrv_route_json_t mode,
+                          bool rewrite);
+/* Encodes the route of t (pickupTopicRouteData + zone filter) into out.
+ * Returns 0 or -ENOENT (no queue data or no broker data). */
+int nsrv__route_encode_route(nsrv_route_t *rt, const rt_topic_t *t, nsrv_route_json_t mode,
+                             const char *order_conf, const char *zone, nsrv_buf_t *out);
+
+/* For tests: checks every internal invariant; returns 0 or a negative line number. */
+int nsrv__route_check(const nsrv_route_t *rt, uint64_t now_ms, char *why, size_t why_len);

@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Route table core: lifetime, the broker-name / topic / cluster tables and the
+ * operations that edit them directly (unregister, delete topic, register
+ * topic, wipe/add write perm). Registration is in route_register.c, liveness
+ * in route_live.c, JSON in route_encode.c. Loop thread only.
+ */
+#include "nsrv/route.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "nsrv/log.h"
+#include "route_int.h"
+
+nsrv_route_t *nsrv_route_create(void) {
+    nsrv_route_t *rt = nsrv_calloc(1, sizeof *rt);
+    rt->next_expiry = UINT64_MAX;
+    nsrv_buf_init(&rt->scratch);
+    return rt;
+}
+
+static void cache_clear(rt_cache_t *c) {
+    c->valid = false;
+    nsrv_free(c->order_conf);
+    c->order_conf = NULL;
+    nsrv_buf_deinit(&c->body);
+}
+
+static void topic_free(rt_topic_t *t) {
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache); i++)
+        cache_clear(&t->cache[i]);
+    nsrv_free(t->qds);
+    nsrv_free(t->name);
+    nsrv_free(t);
+}
+
+static void bname_clear_data(rt_bname_t *b) {
+    for (size_t i = 0; i < b->n_addrs; i++)
+        nsrv_free(b->addrs[i].addr);
+    nsrv_free(b->addrs);
+    b->addrs = NULL;
+    b->n_addrs = b->cap_addrs = 0;
+    nsrv_free(b->cluster);
+    nsrv_free(b->zone);
+    b->cluster = b->zone = NULL;
+    b->acting = false;
+    b->present = false;
+}
+
+void nsrv_route_destroy(nsrv_route_t **prt) {
+    if (!prt || !*prt)
+        return;
+    nsrv_route_t *rt = *prt;
+    rt_topic_t *t, *tt;
+    HASH_ITER(hh, rt->topics, t, tt) {
+        for (size_t i = 0; i < t->n_qds; i++)
+            nsrv_free(t->qds[i]);
+        HASH_DEL(rt->topics, t);
+        topic_free(t);
+    }
+    rt_bname_t *b, *bt;
+    HASH_ITER(hh, rt->bnames, b, bt) {
+        HASH_DEL(rt->bnames, b);
+        bname_clear_data(b);
+        nsrv_free(b->name);
+        nsrv_free(b);
+    }
+    rt_cluster_t *c, *ct;
+    HASH_ITER(hh, rt->clusters, c, ct) {
+        rt_name_t *n, *nt;
+        HASH_ITER(hh, c->names, n, nt) {
+            HASH_DEL(c->names, n);
+            nsrv_free(n->name);
+            nsrv_free(n);
+        }
+        HASH_DEL(rt->clusters, c);
+        nsrv_free(c->name);
+        nsrv_free(c);
+    }
+    nsrv__route_live_free_all(rt);
+    nsrv__route_mapping_free_all(rt);
+    nsrv_buf_deinit(&rt->scratch);
+    nsrv_free(rt);
+    *prt = NULL;
+}
+
+void nsrv_route_set_opts(nsrv_route_t *rt, const nsrv_route_opts_t *opts) {
+    bool acting_changed = rt->opts.support_acting_master != opts->support_acting_master;
+    rt->opts = *opts;
+    if (acting_changed)
+        nsrv__route_invalidate_all(rt);
+}
+
+void nsrv_route_set_conn_close_cb(nsrv_route_t *rt, void (*cb)(void *ud, uint64_t conn_id),
+                                  void *ud) {
+    rt->close_cb = cb;
+    rt->close_ud = ud;
+}
+
+void nsrv_route_get_stats(const nsrv_route_t *rt, nsrv_route_stats_t *out) {
+    *out = rt->stats;
+}
+
+/* ---- broker names and BrokerData ---- */
+
+rt_bname_t *nsrv__route_bname_find(const nsrv_route_t *rt, const char *name) {
+    rt_bname_t *b = NULL;
+    if (name)
+        HASH_FIND_STR(rt->bnames, name, b);
+    return b;
+}
+
+rt_bname_t *nsrv__route_bname_get(nsrv_route_t *rt, const char *name) {
+    rt_bname_t *b = nsrv__route_bname_find(rt, name);
+    if (!b) {
+        b = nsrv_calloc(1, sizeof *b);
+        b->name = nsrv_strdup(name);
+        HASH_ADD_KEYPTR(hh, rt->bnames, b->name, strlen(b->name), b);
+    }
+    return b;
+}
+
+void nsrv__route_bname_release(nsrv_route_t *rt, rt_bname_t *b) {
+    if (b->present || b->qd_head)
+        return;
+    HASH_DEL(rt->bnames, b);
+    bname_clear_data(b);
+    nsrv_free(b->name);
+    nsrv_free(b);
+}
+
+void nsrv__route_bname_changed(nsrv_route_t *rt, rt_bname_t *b) {
+    NSRV_UNUSED(rt);
+    for (rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext)
+        nsrv__route_topic_invalidate(qd->topic);
+}
+
+const char *nsrv__route_bname_addr(const rt_bname_t *b, int64_t id) {
+    for (size_t i = 0; i < b->n_addrs; i++) {
+        if (b->addrs[i].id == id)
+            return b->addrs[i].addr;
+        if (b->addrs[i].id > id)
+            break;
+    }
+    return NULL;
+}
+
+bool nsrv__route_bname_remove_addr(rt_bname_t *b, const char *addr) {
+    for (size_t i = 0; i < b->n_addrs; i++) {
+        if (strcmp(b->addrs[i].addr, addr) == 0) {
+            nsrv_free(b->addrs[i].addr);
+            memmove(&b->addrs[i], &b->addrs[i + 1], (b->n_addrs - i - 1) * sizeof b->addrs[0]);
+            b->n_addrs--;
+            return true; /* addresses are unique within a BrokerData */
+        }
+    }
+    return false;
+}
+
+bool nsrv__route_bname_put_addr(rt_bname_t *b, int64_t id, const char *addr, bool *was_empty) {
+    size_t i = 0;
+    while (i < b->n_addrs && b->addrs[i].id < id)
+        i++;
+    if (i < b->n_addrs && b->addrs[i].id == id) {
+        *was_empty = b->addrs[i].addr[0] == '\0';
+        if (strcmp(b->addrs[i].addr, addr) == 0)
+            return false;
+        nsrv_free(b->addrs[i].addr);
+        b->addrs[i].addr = nsrv_strdup(addr);
+        return true;
+    }
+    *was_empty = true;
+    if (b->n_addrs == b->cap_addrs) {
+        b->cap_addrs = b->cap_addrs ? b->cap_addrs * 2 : 2;
+        b->addrs = nsrv_realloc(b->addrs, b->cap_addrs * sizeof b->addrs[0]);
+    }
+    memmove(&b->addrs[i + 1], &b->addrs[i], (b->n_addrs - i) * sizeof b->addrs[0]);
+    b->addrs[i].id = id;
+    b->addrs[i].addr = nsrv_strdup(addr);
+    b->n_addrs++;
+    return true;
+}
+
+/* ---- topics and queue data ---- */
+
+rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name) {
+    rt_topic_t *t = NULL;
+    if (name)
+        HASH_FIND_STR(rt->topics, name, t);
+    return t;
+}
+
+rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b) {
+    for (size_t i = 0; i < t->n_qds; i++) {
+        if (t->qds[i]->bname == b)
+            return t->qds[i];
+    }
+    return NULL;
+}
+
+void nsrv__route_topic_invalidate(rt_topic_t *t) {
+    /* Keep nothing: a topic that is not read again should not hold memory. */
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache); i++) {
+        if (t->cache[i].valid || t->cache[i].body.data)
+            cache_clear(&t->cache[i]);
+    }
+}
+
+void nsrv__route_invalidate_all(nsrv_route_t *rt) {
+    for (rt_topic_t *t = rt->topics; t; t = t->hh.next)
+        nsrv__route_topic_invalidate(t);
+}
+
+void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,
+                           int32_t write_q, int32_t perm, int32_t sys_flag) {
+    rt_topic_t *t = nsrv__route_topic_find(rt, topic);
+    if (!t) {
+        t = nsrv_calloc(1, sizeof *t);
+        t->name = nsrv_strdup(topic);
+        HASH_ADD_KEYPTR(hh, rt->topics, t->name, strlen(t->name), t);
+    }
+    rt_qd_t *qd = nsrv__route_topic_qd(t, b);
+    if (qd) {
+        if (qd->read_queue_nums == read_q && qd->write_queue_nums == write_q && qd->perm == perm &&
+            qd->topic_sys_flag == sys_flag)
+            return; /* Java replaces only when different; so do we, and keep the cache */
+    } else {
+        qd = nsrv_calloc(1, sizeof *qd);
+        qd->bname = b;
+        qd->topic = t;
+        qd->bnext = b->qd_head;
+        if (b->qd_head)
+            b->qd_head->bprev = qd;
+        b->qd_head = qd;
+        if (t->n_qds == t->cap_qds) {
+            t->cap_qds = t->cap_qds ? t->cap_qds * 2 : 2;
+            t->qds = nsrv_realloc(t->qds, t->cap_qds * sizeof t->qds[0]);
+        }
+        t->qds[t->n_qds++] = qd;
+    }
+    qd->read_queue_nums = read_q;
+    qd->write_queue_nums = write_q;
+    qd->perm = perm;
+    qd->topic_sys_flag = sys_flag;
+    nsrv__route_topic_invalidate(t);
+}
+
+void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd) {
+    rt_topic_t *t = qd->topic;
+    rt_bname_t *b = qd->bname;
+    if (qd->bprev)
+        qd->bprev->bnext = qd->bnext;
+    else
+        b->qd_head = qd->bnext;
+    if (qd->bnext)
+        qd->bnext->bprev = qd->bprev;
+    for (size_t i = 0; i < t->n_qds; i++) {
+        if (t->qds[i] == qd) {
+            memmove(&t->qds[i], &t->qds[i + 1], (t->n_qds - i - 1) * sizeof t->qds[0]);
+            t->n_qds--;
+            break;
+        }
+    }
+    nsrv_free(qd);
+    if (t->n_qds == 0) {
+        HASH_DEL(rt->topics, t);
+        topic_free(t);
+    } else {
+        nsrv__route_topic_invalidate(t);
+    }
+}
+
+/* Removes every QueueData of b (its group is gone); empty topics are deleted. */
+static void remove_all_qds_of(nsrv_route_t *rt, rt_bname_t *b) {
+    while (b->qd_head)
+        nsrv__route_remove_qd(rt, b->qd_head);
+}
+
+/* ---- clusters ---- */
+
+rt_cluster_t *nsrv__route_cluster_find(const nsrv_route_t *rt, const char *cluster) {
+    rt_cluster_t *c = NULL;
+    if (cluster)
+        HASH_FIND_STR(rt->clusters, cluster, c);
+    return c;
+}
+
+void nsrv__route_cluster_add(nsrv_route_t *rt, const char *cluster, const char *name) {
+    rt_cluster_t *c = nsrv__route_cluster_find(rt, cluster);
+    if (!c) {
+        c = nsrv_calloc(1, sizeof *c);
+        c->name = nsrv_strdup(cluster);
+        HASH_ADD_KEYPTR(hh, rt->clusters, c->name, strlen(c->name), c);
+    }
+    rt_name_t *n;
+    HASH_FIND_STR(c->names, name, n);
+    if (!n) {
+        n = nsrv_calloc(1, sizeof *n);
+        n->name = nsrv_strdup(name);
+        HASH_ADD_KEYPTR(hh, c->names, n->name, strlen(n->name), n);
+    }
+}
+
+static void cluster_remove_name(nsrv_route_t *rt, const char *cluster, const char *name) {
+    rt_cluster_t *c = nsrv__route_cluster_find(rt, cluster);
+    if (!c)
+        return;
+    rt_name_t *n;
+    HASH_FIND_STR(c->names, name, n);
+    if (n) {
+        HASH_DEL(c->names, n);
+        nsrv_free(n->name);
+        nsrv_free(n);
+    }
+    if (!c->names) {
+        HASH_DEL(rt->clusters, c);
+        nsrv_free(c->name);
+        nsrv_free(c);
+    }
+}
+
+/* ---- unregistration (spec §3.5) ---- */
+
+/*
+ * One request of 5.x unRegisterBroker, followed by the part of
+ * cleanTopicByUnRegisterRequests that concerns it. Java batches requests and
+ * cleans topics once per batch; applying them one at a time ends in the same
+ * state, because a name that is "reduced" by one request and "removed" by a
+ * later one loses its QueueData either way.
+ *
+ * 4.9.x differs (removal by id, no acting-master bit clearing); nsrvd follows
+ * 5.x for every broker, as a 5.x Java NameServer does.
+ */
+void nsrv__route_unregister(nsrv_route_t *rt, const char *cluster, const char *addr,
+                            const char *name, int64_t id) {
+    NSRV_UNUSED(id); /* only feeds the min-broker-id notification, which nsrvd does not send */
+    nsrv__route_live_remove(rt, cluster, addr);
+    nsrv__route_filter_remove(rt, cluster, addr);
+
+    rt_bname_t *b = nsrv__route_bname_find(rt, name);
+    bool removed = false;
+    if (b && b->present) {
+        /* Removal by address, not by id: see apache/rocketmq#5374. */
+        if (nsrv__route_bname_remove_addr(b, addr))
+            nsrv__route_bname_changed(rt, b);
+        if (b->n_addrs == 0) {
+            nsrv__route_bname_changed(rt, b);
+            bname_clear_data(b);
+            removed = true;
+            nsrv_log_notice("ROUTE", "broker group '%s' removed (last address '%s')", name, addr);
+        }
+    }
+    if (removed) {
+        cluster_remove_name(rt, cluster, name);
+        remove_all_qds_of(rt, b);
+        nsrv__route_bname_release(rt, b);
+        return;
+    }
+    /* A reduced group with acting master and no master left: its queues turn read-only. */
+    if (b && b->present && b->acting && (b->n_addrs == 0 || b->addrs[0].id > 0)) {
+        for (rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext) {
+            if (qd->perm & NSRV_PERM_WRITE) {
+                qd->perm &= ~NSRV_PERM_WRITE;
+                nsrv__route_topic_invalidate(qd->topic);
+            }
+        }
+    }
+}
+
+void nsrv_route_unregister_broker(nsrv_route_t *rt, const char *cluster, const char *addr,
+                                  const char *name, int64_t id) {
+    if (!cluster || !addr || !name)
+        return;
+    nsrv_log_info("ROUTE", "unregister broker '%s' '%s' id %lld in cluster '%s'", name, addr,
+                  (long long)id, cluster);
+    nsrv__route_unregister(rt, cluster, addr, name, id);
+}
+
+/* ---- topic administration ---- */
+
+static int operate_write_perm(nsrv_route_t *rt, const char *broker_name, bool wipe) {
+    rt_bname_t *b = nsrv__route_bname_find(rt, broker_name);
+    if (!b)
+        return 0;
+    int count = 0;
+    for (rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext) {
+        int32_t perm = wipe ? (qd->perm & ~NSRV_PERM_WRITE) : (NSRV_PERM_READ | NSRV_PERM_WRITE);
+        if (perm != qd->perm) {
+            qd->perm = perm;
+            nsrv__route_topic_invalidate(qd->topic);
+        }
+        count++; /* counted even when it was already so (spec §2.10) */
+    }
+    return count;
+}
+
+int nsrv_route_wipe_write_perm(nsrv_route_t *rt, const char *broker_name) {
+    return operate_write_perm(rt, broker_name, true);
+}
+
+int nsrv_route_add_write_perm(nsrv_route_t *rt, const char *broker_name) {
+    return operate_write_perm(rt, broker_name, false);
+}
+
+void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cluster) {
+    rt_topic_t *t = nsrv__route_topic_find(rt, topic);
+    if (!t)
+        return;
+    if (!cluster || !*cluster) {
+        while (t->n_qds > 1)
+            nsrv__route_remove_qd(rt, t->qds[t->n_qds - 1]);
+        rt_bname_t *b = t->qds[0]->bname;
+        nsrv__route_remove_qd(rt, t->qds[0]); /* frees t */
+        nsrv__route_bname_release(rt, b);
+        return;
+    }
+    rt_cluster_t *c = nsrv__route_cluster_find(rt, cluster);
+    if (!c)
+        return;
+    for (rt_name_t *n = c->names; n; n = n->hh.next) {
+        rt_bname_t *b = nsrv__route_bname_find(rt, n->name);
+        rt_qd_t *qd = b ? nsrv__route_topic_qd(t, b) : NULL;
+        if (!qd)
+            continue;
+        bool last = t->n_qds == 1;
+        nsrv__route_remove_qd(rt, qd);
+        nsrv__route_bname_release(rt, b);
+        if (last)
+            return; /* the topic is gone */
+    }
+}
+
+void nsrv_route_register_topic(nsrv_route_t *rt, const char *topic, const nsrv_queue_data_t *qds,
+                               size_t n) {
+    if (!topic || !qds || n == 0)
+        return;
+    /* A new topic is created only if every name is known; an existing one is
+     * merged up to the first unknown name (Java returns there). */
+    bool exists = nsrv__route_topic_find(rt, topic) != NULL;
+    for (size_t i = 0; i < n; i++) {
+        rt_bname_t *b = nsrv__route_bname_find(rt, qds[i].broker_name);
+        if (!b || !b->present) {
+            nsrv_log_info("ROUTE", "register topic '%s': unknown broker '%s', stopping", topic,
+                          qds[i].broker_name ? qds[i].broker_name : "null");
+            return;
+        }
+        if (exists)
+            nsrv__route_upsert_qd(rt, topic, b, qds[i].read_queue_nums, qds[i].write_queue_nums,
+                                  qds[i].perm, qds[i].topic_sys_flag);
+    }
+    if (exists)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        rt_bname_t *b = nsrv__route_bname_find(rt, qds[i].broker_name);
+        nsrv__route_upsert_qd(rt, topic, b, qds[i].read_queue_nums, qds[i].write_queue_nums,
+                              qds[i].perm, qds[i].topic_sys_flag);
+    }
+}
+
+size_t nsrv_route_broker_count(const nsrv_route_t *rt) {
+    return HASH_COUNT(rt->live);
+}
