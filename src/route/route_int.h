@@ -29,9 +29,7 @@
 #include "nsrv/common.h"
 #include "nsrv/route.h"
 
-#define uthash_malloc(sz) nsrv_malloc(sz)
-#define uthash_free(ptr, sz) nsrv_free(ptr)
-#include <uthash.h>
+#include "nsrv/uthash.h"
 
 typedef struct rt_qd rt_qd_t;
 typedef struct rt_bname rt_bname_t;

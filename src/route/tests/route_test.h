@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Helpers shared by the route-table tests: build REGISTER_BROKER requests and
+ * read routes back. Header-only (static inline) so each test binary is one file.
+ */
+#pragma once
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nsrv/buf.h"
+#include "nsrv/common.h"
+#include "nsrv/route.h"
+
+#include "route_int.h"
+
+#define RT_MAX_TOPICS 16
+
+/* One registration, with defaults filled by rt_reg_init. */
+typedef struct {
+    const char *cluster, *addr, *name, *ha, *zone;
+    int64_t id;
+    int64_t timeout_ms;
+    int acting; /* -1 old broker, 0, 1 */
+    uint64_t conn;
+    nsrv_data_version_t dv;
+    nsrv_topic_config_t topics[RT_MAX_TOPICS];
+    size_t n_topics;
+    bool has_filter;
+    const char *filters[4];
+    size_t n_filters;
+    nsrv_mapping_info_t mappings[4];
+    size_t n_mappings;
+} rt_reg_t;
+
+static inline void rt_reg_init(rt_reg_t *r, const char *cluster, const char *addr, const char *name,
+                               int64_t id) {
+    memset(r, 0, sizeof *r);
+    r->cluster = cluster;
+    r->addr = addr;
+    r->name = name;
+    r->ha = "ha:1";
+    r->id = id;
+    r->acting = 0;
+    r->conn = 1;
+    r->dv.counter = 1;
+    r->dv.timestamp = 1700000000000LL;
+    r->has_filter = true; /* a JSON body always has filterServerList: [] */
+}
+
+static inline void rt_reg_topic(rt_reg_t *r, const char *topic, int32_t rq, int32_t wq,
+                                int32_t perm, int32_t flag) {
+    NSRV_REQUIRE(r->n_topics < RT_MAX_TOPICS);
+    nsrv_topic_config_t *t = &r->topics[r->n_topics++];
+    t->topic_name = topic;
+    t->read_queue_nums = rq;
+    t->write_queue_nums = wq;
+    t->perm = perm;
+    t->topic_sys_flag = flag;
+}
+
+static inline nsrv_register_result_t rt_reg_do(nsrv_route_t *rt, const rt_reg_t *r,
+                                               uint64_t now_ms) {
+    nsrv_register_body_t body;
+    memset(&body, 0, sizeof body);
+    body.data_version = r->dv;
+    body.topics = (nsrv_topic_config_t *)r->topics;
+    body.n_topics = r->n_topics;
+    body.has_filter_servers = r->has_filter;
+    body.filter_servers = (const char **)r->filters;
+    body.n_filter_servers = r->n_filters;
+    body.mappings = (nsrv_mapping_info_t *)r->mappings;
+    body.n_mappings = r->n_mappings;
+    nsrv_register_req_t req = {
+        .cluster = r->cluster,
+        .broker_addr = r->addr,
+        .broker_name = r->name,
+        .ha_server_addr = r->ha,
+        .zone_name = r->zone,
+        .broker_id = r->id,
+        .timeout_ms = r->timeout_ms,
+        .acting_master = r->acting,
+        .body = &body,
+        .conn_id = r->conn,
+    };
+    nsrv_register_result_t res;
+    nsrv_route_register_broker(rt, &req, now_ms, &res);
+    return res;
+}
+
+/* Registers a broker with one topic (r/w 4, perm 6). */
+static inline nsrv_register_result_t rt_reg_simple(nsrv_route_t *rt, const char *cluster,
+                                                   const char *addr, const char *name, int64_t id,
+                                                   const char *topic, uint64_t now_ms) {
+    rt_reg_t r;
+    rt_reg_init(&r, cluster, addr, name, id);
+    if (topic) {
+        rt_reg_topic(&r, topic, 4, 4, 6, 0);
+        rt_reg_topic(&r, "TBW102", 8, 8, 7, 0); /* two topics: never the single-topic guard */
+    }
+    return rt_reg_do(rt, &r, now_ms);
+}
+
+/* The route body as a C string in buf (which the caller deinits), or NULL for -ENOENT. */
+static inline const char *rt_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_t mode,
+                                   uint64_t now_ms, nsrv_buf_t *buf) {
+    const char *body = NULL;
+    size_t len = 0;
+    int rc = nsrv_route_topic_route(rt, topic, mode, NULL, NULL, now_ms, &body, &len);
+    nsrv_buf_reset(buf);
+    if (rc == -ENOENT)
+        return NULL;
+    assert_int_equal(rc, 0);
+    nsrv_buf_append(buf, body, len);
+    return buf->data;
+}
+
+static inline bool rt_has_route(nsrv_route_t *rt, const char *topic, uint64_t now_ms) {
+    const char *body;
+    size_t len;
+    return nsrv_route_topic_route(rt, topic, NSRV_ROUTE_JSON_STANDARD, NULL, NULL, now_ms, &body,
+                                  &len) == 0;
+}
+
+/* Calls fn(rt, now, &buf) and returns the text in buf (reset first). */
+static inline const char *rt_text(void (*fn)(nsrv_route_t *, uint64_t, nsrv_buf_t *),
+                                  nsrv_route_t *rt, uint64_t now_ms, nsrv_buf_t *buf) {
+    nsrv_buf_reset(buf);
+    fn(rt, now_ms, buf);
+    return buf->data;
+}
+
+static inline const char *rt_topics(nsrv_route_t *rt, nsrv_topic_filter_t f, uint64_t now_ms,
+                                    nsrv_buf_t *buf) {
+    nsrv_buf_reset(buf);
+    nsrv_route_topic_list(rt, f, now_ms, buf);
+    return buf->data;
+}
+
+static inline void rt_assert_ok(const nsrv_route_t *rt, uint64_t now_ms) {
+    char why[256] = "";
+    int rc = nsrv__route_check(rt, now_ms, why, sizeof why);
+    if (rc != 0)
+        fail_msg("route invariant broken (%d): %s", rc, why);
+}
+
+/* True if needle occurs in hay. */
+static inline bool rt_contains(const char *hay, const char *needle) {
+    return hay && strstr(hay, needle) != NULL;
+}
