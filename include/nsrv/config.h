@@ -122,7 +122,7 @@ typedef enum {
  * nsrv_config_persist when cfg->version changed. Keys without
  * NSRV_CONFIG_RUNTIME are stored and persisted but act after a restart.
  *
- * @param remark_out  receives the remark for a non-OK result (appended)
+ * @param remark_out  receives the remark for a non-OK result (appended; may be NULL)
  */
 nsrv_config_update_result_t nsrv_config_update(nsrv_config_t *cfg, const char *body, size_t len,
                                                nsrv_buf_t *remark_out);

@@ -522,6 +522,9 @@ nsrv_config_update_result_t nsrv_config_update(nsrv_config_t *cfg, const char *b
     memset(pend, 0, sizeof pend);
     if (len == 0)
         return NSRV_CONFIG_UPDATE_OK;
+    nsrv_buf_t scratch = NSRV_BUF_INIT;
+    if (!remark_out)
+        remark_out = &scratch;
     if (nsrv_props_parse(body, len, &props, perr, sizeof perr) < 0) {
         nsrv_log_info("CONFIG", "UPDATE_NAMESRV_CONFIG body rejected: %s", perr);
         nsrv_buf_append_c(remark_out, "string2Properties error");
@@ -576,6 +579,7 @@ nsrv_config_update_result_t nsrv_config_update(nsrv_config_t *cfg, const char *b
 cleanup:
     pending_free(pend);
     nsrv_props_free(&props);
+    nsrv_buf_deinit(&scratch);
     return res;
 }
 

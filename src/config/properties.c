@@ -8,12 +8,24 @@
 #include "nsrv/properties.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
 
+/* FNV-1a: uthash's default Jenkins hash has unannotated switch fall-throughs
+ * that clang's -Wimplicit-fallthrough rejects. */
+static uint32_t props_hash(const void *key, size_t len) {
+    const unsigned char *p = key;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+
+#define HASH_FUNCTION(keyptr, keylen, hashv) ((hashv) = props_hash((keyptr), (size_t)(keylen)))
 #define uthash_malloc(sz) nsrv_malloc(sz)
 #define uthash_free(ptr, sz) nsrv_free(ptr)
 #include <uthash.h>
@@ -125,7 +137,7 @@ static bool read_logical_line(line_reader_t *r, unsigned *start_line) {
             if (r->lb.len == 0 || is_comment)
                 return false;
             if (preceding_bs)
-                r->lb.len--;
+                r->lb.data[--r->lb.len] = '\0';
             return true;
         }
         unsigned line;
@@ -171,7 +183,7 @@ static bool read_logical_line(line_reader_t *r, unsigned *start_line) {
         }
         if (!preceding_bs)
             return true;
-        r->lb.len--; /* drop the continuation backslash */
+        r->lb.data[--r->lb.len] = '\0'; /* drop the continuation backslash */
         if (r->off >= r->len)
             return true; /* Java returns the line, even if now empty */
         skip_ws = true;
