@@ -179,6 +179,13 @@ void nsrv_config_free(nsrv_config_t *cfg) {
     nsrv_props_free(&cfg->extra);
 }
 
+/* Escapes s into b (for a log line) and returns it as a C string, "" included. */
+static const char *escaped(nsrv_buf_t *b, const char *s) {
+    nsrv_props_escape_value(b, s);
+    nsrv_buf_append(b, "", 0); /* allocates, so data is never NULL */
+    return b->data;
+}
+
 /* ---- validation ----------------------------------------------------------- */
 
 /* Plain decimal with an optional sign, as Integer.parseInt, no blanks. */
@@ -397,9 +404,8 @@ const nsrv_props_t *nsrv_config_unknown_keys(const nsrv_config_t *cfg) {
 void nsrv_config_warn_unknown(const nsrv_config_t *cfg) {
     for (size_t i = 0; i < cfg->extra.count; i++) {
         nsrv_buf_t k = NSRV_BUF_INIT;
-        nsrv_props_escape_value(&k, cfg->extra.items[i].key);
         nsrv_log_warn("CONFIG", "unknown config key '%s' (line %u) kept but not used",
-                      k.data ? k.data : "", cfg->extra.items[i].line);
+                      escaped(&k, cfg->extra.items[i].key), cfg->extra.items[i].line);
         nsrv_buf_deinit(&k);
     }
 }
@@ -534,9 +540,8 @@ nsrv_config_update_result_t nsrv_config_update(nsrv_config_t *cfg, const char *b
     for (size_t i = 0; i < props.count; i++) {
         if (is_blacklisted(cfg, props.items[i].key)) {
             nsrv_buf_t k = NSRV_BUF_INIT;
-            nsrv_props_escape_value(&k, props.items[i].key);
             nsrv_log_warn("CONFIG", "UPDATE_NAMESRV_CONFIG refused: key '%s' is blacklisted",
-                          k.data);
+                          escaped(&k, props.items[i].key));
             nsrv_buf_deinit(&k);
             nsrv_buf_append_c(remark_out, "Can not update config in black list.");
             res = NSRV_CONFIG_UPDATE_NO_PERMISSION;
@@ -557,7 +562,7 @@ nsrv_config_update_result_t nsrv_config_update(nsrv_config_t *cfg, const char *b
         size_t k;
         const char *key = props.items[i].key;
         nsrv_buf_t ek = NSRV_BUF_INIT;
-        nsrv_props_escape_value(&ek, key);
+        escaped(&ek, key);
         const key_desc_t *d = find_key(key, &k);
         if (!d)
             nsrv_log_warn("CONFIG", "UPDATE_NAMESRV_CONFIG: unknown key '%s' ignored", ek.data);

@@ -107,7 +107,7 @@ static void test_noop_bodies(void **state) {
     assert_int_equal(update(&cfg, "# only a comment\n\n", remark, sizeof remark),
                      NSRV_CONFIG_UPDATE_OK);
     /* Unknown keys are ignored (logged), never stored or rendered. */
-    assert_int_equal(update(&cfg, "someUnknownKey=1\n", remark, sizeof remark),
+    assert_int_equal(update(&cfg, "someUnknownKey=1\n=empty key\n", remark, sizeof remark),
                      NSRV_CONFIG_UPDATE_OK);
     assert_string_equal(remark, "");
     assert_int_equal(cfg.version, 0);
