@@ -26,10 +26,11 @@ typedef enum {
 /*
  * Maps a member name to a RemotingCommand property the way fastjson's
  * JavaBeanDeserializer.smartMatch does when there is no exact match: ASCII
- * case is ignored and '_' / '-' are skipped ("ExtFields", "ext_fields").
- * Names longer than any property cannot match, so they stop early.
+ * case is ignored and '_' / '-' are skipped ("ExtFields", "ext_fields"), and
+ * failing that an "is" prefix is dropped ("isCode"). Names longer than any
+ * property cannot match, so they stop early.
  */
-static hdr_key_t classify_key(const char *k, size_t len) {
+static hdr_key_t match_key(const char *k, size_t len) {
     char norm[16];
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
@@ -57,6 +58,13 @@ static hdr_key_t classify_key(const char *k, size_t len) {
             return props[i].key;
     }
     return KEY_OTHER;
+}
+
+static hdr_key_t classify_key(const char *k, size_t len) {
+    hdr_key_t key = match_key(k, len);
+    if (key == KEY_OTHER && len > 2 && k[0] == 'i' && k[1] == 's')
+        key = match_key(k + 2, len - 2);
+    return key;
 }
 
 /*

@@ -158,9 +158,14 @@ static void test_json_int_fields_lenient(void **state) {
     assert_int_equal(c.flag, 1);
     assert_int_equal(c.version, 12);
     /* fastjson's smartMatch: case and '_'/'-' do not matter for properties. */
-    assert_int_equal(decode_json("{\"Code\":7,\"OPAQUE\":8,\"ext_fields\":{\"k\":\"v\"}}", &c), 0);
+    assert_int_equal(decode_json("{\"Code\":7,\"OPAQUE\":8,\"ext_fields\":{\"k\":\"v\"},"
+                                 "\"isFlag\":2,\"ver-sion\":3,\"codes\":9}",
+                                 &c),
+                     0);
     assert_int_equal(c.code, 7);
     assert_int_equal(c.opaque, 8);
+    assert_int_equal(c.flag, 2);
+    assert_int_equal(c.version, 3);
     assert_str(nsrv_cmd_ext(&c, "k"), "v");
     /* A repeated key: the last one wins. */
     assert_int_equal(decode_json("{\"code\":1,\"code\":2}", &c), 0);
