@@ -199,7 +199,6 @@ stop_loop:
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&srv->loop) != 0)
         nsrv_log_warn("SERVER", "event loop closed with handles still open");
-cleanup:
     nsrv_processor_destroy(&srv->proc);
     nsrv_route_destroy(&srv->rt);
     nsrv_kv_destroy(&srv->kv);
