@@ -94,3 +94,32 @@ def wait_until(pred: Callable[[], Any], timeout: float, interval: float = 0.05, 
         if time.monotonic() >= deadline:
             raise AssertionError(f"condition not met within {timeout:.1f}s {msg}")
         time.sleep(interval)
+
+
+# ---------------------------------------------------------------- NameServer shortcuts
+
+def register_ok(ns, broker, topics=(), data_version=None, **kw) -> Command:
+    """REGISTER_BROKER that must succeed."""
+    resp = ns.register_broker(broker, topics, data_version, **kw)
+    assert_envelope(resp)
+    assert resp.code == 0, f"register {broker} failed: {resp!r}"
+    return resp
+
+
+def route_or_none(ns, topic: str, **kw) -> Any:
+    """Parsed route (lenient) or None when the server answers TOPIC_NOT_EXIST."""
+    resp = ns.get_route(topic, **kw)
+    assert_envelope(resp)
+    if resp.code == 17:
+        return None
+    assert resp.code == 0, f"route {topic}: {resp!r}"
+    return resp.body_json()
+
+
+def route_addrs(route: Any) -> dict:
+    """brokerName -> {id: addr} of a parsed route."""
+    return {bd["brokerName"]: bd["brokerAddrs"] for bd in route["brokerDatas"]}
+
+
+def route_perms(route: Any) -> dict:
+    return {qd["brokerName"]: qd["perm"] for qd in route["queueDatas"]}

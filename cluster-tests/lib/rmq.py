@@ -628,25 +628,31 @@ class Connection:
             got += data
 
     def is_open(self, wait: float = 0.0) -> bool:
-        """False if the peer has closed (EOF/RST) within ``wait`` seconds. Unread frames
-        are decoded into the inbox."""
-        r, _, _ = select.select([self.sock], [], [], wait)
-        if not r:
-            return True
-        try:
-            self.sock.setblocking(False)
-            data = self.sock.recv(1 << 20)
-        except BlockingIOError:
-            return True
-        except (ConnectionResetError, BrokenPipeError):
-            return False
-        finally:
-            self.sock.setblocking(True)
-            self.sock.settimeout(self.timeout)
-        if not data:
-            return False
-        self.inbox.extend(self.decoder.feed(data))
-        return True
+        """False if the peer closes (EOF/RST) within ``wait`` seconds. Frames that arrive
+        meanwhile are decoded into the inbox."""
+        deadline = time.monotonic() + wait
+        while True:
+            r, _, _ = select.select([self.sock], [], [], max(0.0, deadline - time.monotonic()))
+            if not r:
+                return True
+            try:
+                self.sock.setblocking(False)
+                data = self.sock.recv(1 << 20)
+            except BlockingIOError:
+                data = None
+            except (ConnectionResetError, BrokenPipeError):
+                self.closed_by_peer = True
+                return False
+            finally:
+                self.sock.setblocking(True)
+                self.sock.settimeout(self.timeout)
+            if data == b"":
+                self.closed_by_peer = True
+                return False
+            if data:
+                self.inbox.extend(self.decoder.feed(data))
+            if time.monotonic() >= deadline:
+                return True
 
     # -- request/response --
     def request(

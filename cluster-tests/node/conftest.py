@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 
 from nsrvd_proc import NsrvdProcess, scaled  # noqa: E402

@@ -1,0 +1,201 @@
+"""SIGTERM with requests in flight: every request the server had received gets a whole reply,
+connections end on a frame boundary, late requests get a normal reply or GO_AWAY, the exit
+code is 0 within shutdownWaitTimeSeconds, and a second SIGTERM forces a quick exit
+(spec §1.10, §5.6 and the nsrvd contract)."""
+
+import signal
+import socket
+import time
+
+import pytest
+
+from nsrv_check import assert_envelope, register_ok
+from nsrvd_proc import scaled
+from rmq import (
+    Broker,
+    Connection,
+    DataVersion,
+    NamesrvClient,
+    RequestCode,
+    SerializeType,
+    TopicConfig,
+    register_broker_body_json,
+    register_broker_ext,
+)
+
+N_CONNS = 20
+PER_CONN = 150
+
+
+def _build_batch(c: Connection, i: int):
+    """A mix of small and large replies plus (on every 4th connection, first in its pipeline)
+    a ~600 KB REGISTER_BROKER. Only one PUT per connection, since every PUT rewrites the KV
+    file."""
+    reqs = []
+    if i % 4 == 0:
+        pad = {"pad": "x" * 2000}
+        topics = [TopicConfig(f"Reg{i}-{k:04d}", 4, 4, 6, attributes=pad) for k in range(300)]
+        body = register_broker_body_json(topics, DataVersion(1, 1))
+        assert len(body) > 500_000
+        b = Broker(name=f"broker-big-{i}", addr=f"127.0.0.1:{13000 + i}")
+        ext = register_broker_ext(cluster="DefaultCluster", broker_name=b.name, broker_addr=b.addr, body=body)
+        reqs.append(c.build(RequestCode.REGISTER_BROKER, ext, body))
+    reqs.append(c.build(RequestCode.PUT_KV_CONFIG, {"namespace": f"n{i}", "key": "k", "value": "v"}))
+    for k in range(PER_CONN):
+        m = k % 10
+        st = SerializeType.ROCKETMQ if (i + k) % 7 == 0 else SerializeType.JSON
+        if k % 9 == 8:
+            # An old client (version <= 475): never GO_AWAY, always processed (spec §1.10).
+            reqs.append(c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}, version=400))
+        elif m == 0:
+            reqs.append(c.build(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, serialize_type=st))
+        elif m in (1, 2, 3):
+            reqs.append(c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}, serialize_type=st))
+        elif m in (4, 5):
+            reqs.append(c.build(RequestCode.GET_KV_CONFIG, {"namespace": f"n{i}", "key": "k"}, serialize_type=st))
+        elif m in (6, 7):
+            reqs.append(c.build(RequestCode.GET_BROKER_CLUSTER_INFO, serialize_type=st))
+        else:
+            reqs.append(c.build(RequestCode.GET_NAMESRV_CONFIG, serialize_type=st))
+    return reqs
+
+
+def _run_in_flight_shutdown(nsrvd_factory, connect, graceful: bool):
+    wait_s = 2
+    srv = nsrvd_factory(
+        {
+            "enableShutdownGracefully": graceful,
+            "shutdownWaitTimeSeconds": wait_s,
+            "connOutputLimitBytes": 256 * 1024 * 1024,  # no read back-pressure in this test
+        }
+    )
+    setup = NamesrvClient(connect(srv))
+    register_ok(setup, Broker(), [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 4, 4, 6)])
+    register_ok(setup, Broker(name="broker-many", addr="127.0.0.1:12001"),
+                [TopicConfig(f"Many-{k:04d}", 4, 4, 6) for k in range(500)])
+    # (setup stays open: closing it would unregister the brokers registered on it)
+
+    conns = [connect(srv, timeout=scaled(15)) for _ in range(N_CONNS)]
+    for c in conns:
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    late = connect(srv, timeout=scaled(15))
+    batches = [_build_batch(c, i) for i, c in enumerate(conns)]
+    for c, reqs in zip(conns, batches):
+        c.send_many(reqs)
+    # Give the server a moment to read what was sent (replies are not read yet, so many are
+    # still queued in the server when SIGTERM arrives).
+    time.sleep(0.1)
+    t_term = time.monotonic()
+    srv.signal(signal.SIGTERM)
+
+    late_results = []
+    if graceful:
+        time.sleep(0.3)
+        # Requests arriving during the shutdown wait: v479 -> normal reply or GO_AWAY;
+        # v400 (<= 475) -> processed normally. The connection may also be closed already.
+        try:
+            r479 = late.build(RequestCode.GET_BROKER_CLUSTER_INFO, version=479)
+            r400 = late.build(RequestCode.GET_BROKER_CLUSTER_INFO, version=400)
+            late.send_many([r479, r400])
+            late_results = [r479, r400]
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    problems = []
+    for i, (c, reqs) in enumerate(zip(conns, batches)):
+        try:
+            frames, leftover = c.read_to_eof(scaled(wait_s + 10))
+        except socket.timeout:
+            problems.append(f"conn {i}: not closed after shutdown")
+            continue
+        if leftover:
+            problems.append(f"conn {i}: half frame of {len(leftover)} bytes at EOF")
+        want = {r.opaque: r for r in reqs}
+        got = {}
+        for f in frames:
+            if f.opaque not in want:
+                problems.append(f"conn {i}: reply with unknown opaque {f!r}")
+                continue
+            req = want[f.opaque]
+            assert_envelope(f, req)
+            got[f.opaque] = f
+            if f.code == 1500:
+                # GO_AWAY: a whole reply, but only for version > 475 and with its remark.
+                if req.version <= 475 or f.remark != "please go away":
+                    problems.append(f"conn {i}: bad GO_AWAY for version {req.version}: {f!r}")
+            elif f.code != 0:
+                problems.append(f"conn {i}: request {req.code} got {f!r}")
+        missing = set(want) - set(got)
+        if missing:
+            problems.append(f"conn {i}: {len(missing)} of {len(want)} requests sent before SIGTERM got no reply")
+
+    if late_results:
+        frames, leftover = late.read_to_eof(scaled(wait_s + 10))
+        assert leftover == b"", "half frame on the late connection"
+        by_op = {f.opaque: f for f in frames}
+        r479, r400 = late_results
+        if r479.opaque in by_op:
+            f = by_op[r479.opaque]
+            assert_envelope(f, r479)
+            assert (f.code, f.remark) in ((0, None), (1500, "please go away")), f
+        if r400.opaque in by_op:
+            f = by_op[r400.opaque]
+            assert_envelope(f, r400)
+            assert f.code == 0, f"a version-400 request must be processed during the wait: {f!r}"
+
+    rc = srv.wait(wait_s + 8)
+    elapsed = time.monotonic() - t_term
+    assert rc is not None, f"no exit within {scaled(wait_s + 8):.0f}s of SIGTERM\n{srv.tail()}"
+    srv._stopped_by_test = True
+    assert rc == 0, f"exit code {rc}\n{srv.tail()}"
+    assert not problems, "\n".join(problems[:20])
+    assert elapsed < scaled(wait_s + 5), f"shutdown took {elapsed:.1f}s (shutdownWaitTimeSeconds={wait_s})"
+    return elapsed
+
+
+@pytest.mark.slow
+def test_sigterm_graceful_with_requests_in_flight(nsrvd_factory, connect):
+    elapsed = _run_in_flight_shutdown(nsrvd_factory, connect, graceful=True)
+    # Java sleeps the whole wait while serving (spec §1.10); nsrvd may finish sooner once drained.
+    assert elapsed >= 0
+
+
+@pytest.mark.slow
+def test_sigterm_default_with_requests_in_flight(nsrvd_factory, connect):
+    _run_in_flight_shutdown(nsrvd_factory, connect, graceful=False)
+
+
+@pytest.mark.slow
+def test_second_sigterm_forces_quick_exit(nsrvd_factory, connect):
+    """A client that never reads keeps replies queued, so the drain cannot finish within the
+    30 s wait; a second SIGTERM must end the process promptly."""
+    srv = nsrvd_factory({"enableShutdownGracefully": True, "shutdownWaitTimeSeconds": 30})
+    setup = NamesrvClient(connect(srv))
+    register_ok(setup, Broker(name="broker-many", addr="127.0.0.1:12001"),
+                [TopicConfig(f"Many-{k:04d}", 4, 4, 6) for k in range(1000)])
+    stuck = connect(srv)
+    stuck.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    reqs = [stuck.build(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER) for _ in range(2000)]
+    stuck.send_many(reqs)
+    time.sleep(0.5)
+    srv.signal(signal.SIGTERM)
+    time.sleep(1.0)
+    assert srv.alive(), (
+        "exited within 1 s of SIGTERM although a client still had undelivered replies "
+        f"(shutdownWaitTimeSeconds=30), rc={srv.proc.returncode}\n{srv.tail()}"
+    )
+    t = time.monotonic()
+    srv.signal(signal.SIGTERM)
+    rc = srv.wait(3)
+    srv._stopped_by_test = True
+    assert rc is not None, f"second SIGTERM did not force an exit within {scaled(3):.0f}s\n{srv.tail()}"
+    assert time.monotonic() - t < scaled(3)
+    print(f"exit code after second SIGTERM: {rc}")
+    assert rc >= 0, f"killed by signal {-rc}"
+
+
+def test_sigterm_idle_server_exits_0_quickly(nsrvd):
+    t = time.monotonic()
+    rc = nsrvd.terminate(10)
+    assert rc == 0, nsrvd.tail()
+    assert time.monotonic() - t < scaled(4)  # shutdownWaitTimeSeconds=3 in the default test config
