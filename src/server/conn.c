@@ -60,7 +60,10 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     c->closing = true;
     nsrv_server_t *srv = c->srv;
     HASH_DEL(srv->conn_by_id, c);
-    size_t dropped = nsrv_route_conn_closed(srv->rt, c->id, nsrv_now_mono_ms());
+    /* Connections we close while shutting down say nothing about the brokers: keep
+     * their routes so requests still draining on other connections see the same table. */
+    size_t dropped =
+        srv->shutting_down ? 0 : nsrv_route_conn_closed(srv->rt, c->id, nsrv_now_mono_ms());
     if (dropped)
         nsrv_log_notice("SERVER", "connection '%s' closed (%s): %zu broker(s) unregistered",
                         c->peer, why, dropped);
