@@ -270,6 +270,14 @@ static int validate_value(const key_desc_t *d, const char *key, const char *raw,
         break;
     }
     case KT_STRING: {
+        /* A control character (an escaped newline, say) would show up as an extra
+         * key=value line in GET_NAMESRV_CONFIG, which clients parse as properties. */
+        for (const unsigned char *c = (const unsigned char *)raw; *c; c++) {
+            if (*c < 0x20 || *c == 0x7F) {
+                describe_bad_value(msg, key, raw, "a value without control characters");
+                return -1;
+            }
+        }
         char *s = trim_dup(raw);
         const char *expect = d->check ? d->check(s) : NULL;
         if (expect) {
