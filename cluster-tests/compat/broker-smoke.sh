@@ -49,7 +49,7 @@ done
 grep "boot success" "$work/broker.out" || { cat "$work/broker.out"; exit 1; }
 mqadmin() {
   java -Xmx256m $J17 -Duser.home="$work/run" -Drocketmq.home.dir="$work/home" -cp "$lib/*" \
-    org.apache.rocketmq.tools.command.MQAdminStartup "$@" -n "127.0.0.1:$ns_port" 2>&1
+    org.apache.rocketmq.tools.command.MQAdminStartup "$@" -n "127.0.0.1:$ns_port" 2>&1 | grep -v "^[0-9:,]* |-"
 }
 mqadmin updateTopic -c DefaultCluster -t SmokeTopic -r 4 -w 4 | tail -2
 echo "--- mqadmin clusterList"
