@@ -26,8 +26,7 @@ static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, char *why, s
         if (!c->valid)
             continue;
         nsrv_buf_t fresh = NSRV_BUF_INIT;
-        int rc = nsrv__route_encode_route((nsrv_route_t *)rt, t, (nsrv_route_json_t)m,
-                                          c->order_conf, NULL, &fresh);
+        int rc = nsrv__route_encode_route(rt, t, (nsrv_route_json_t)m, c->order_conf, NULL, &fresh);
         bool same =
             rc == 0 && fresh.len == c->body.len && memcmp(fresh.data, c->body.data, fresh.len) == 0;
         nsrv_buf_deinit(&fresh);

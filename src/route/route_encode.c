@@ -185,7 +185,7 @@ static bool addr_dropped(const bd_view_t *v, size_t nb, const char *addr) {
  * Java and therefore not written. The zone filter removes the addresses of
  * the groups it dropped.
  */
-static void write_filter_servers(nsrv_route_t *rt, const bd_view_t *v, size_t nb,
+static void write_filter_servers(const nsrv_route_t *rt, const bd_view_t *v, size_t nb,
                                  nsrv_route_json_t mode, nsrv_buf_t *out) {
     nsrv_buf_append_c(out, ",\"filterServerTable\":{");
     if (!rt->filters) {
@@ -272,7 +272,7 @@ static bool qd_kept(const bd_view_t *v, size_t nb, const rt_qd_t *qd) {
     return true; /* no BrokerData, so the zone filter cannot have removed it */
 }
 
-int nsrv__route_encode_route(nsrv_route_t *rt, const rt_topic_t *t, nsrv_route_json_t mode,
+int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_route_json_t mode,
                              const char *order_conf, const char *zone, nsrv_buf_t *out) {
     if (t->n_qds == 0)
         return -ENOENT;

@@ -218,7 +218,7 @@ void nsrv__route_write_bd(nsrv_buf_t *out, const rt_bname_t *b, nsrv_route_json_
                           bool rewrite);
 /* Encodes the route of t (pickupTopicRouteData + zone filter) into out.
  * Returns 0 or -ENOENT (no queue data or no broker data). */
-int nsrv__route_encode_route(nsrv_route_t *rt, const rt_topic_t *t, nsrv_route_json_t mode,
+int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_route_json_t mode,
                              const char *order_conf, const char *zone, nsrv_buf_t *out);
 
 /* For tests: checks every internal invariant; returns 0 or a negative line number. */

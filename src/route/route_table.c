@@ -408,12 +408,15 @@ void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cl
     if (!t)
         return;
     if (!cluster || !*cluster) {
-        while (t->n_qds > 1)
-            nsrv__route_remove_qd(rt, t->qds[t->n_qds - 1]);
-        rt_bname_t *b = t->qds[0]->bname;
-        nsrv__route_remove_qd(rt, t->qds[0]); /* frees t */
-        nsrv__route_bname_release(rt, b);
-        return;
+        for (;;) {
+            rt_qd_t *qd = t->qds[t->n_qds - 1];
+            rt_bname_t *b = qd->bname;
+            bool last = t->n_qds == 1;
+            nsrv__route_remove_qd(rt, qd); /* the last one frees t */
+            nsrv__route_bname_release(rt, b);
+            if (last)
+                return;
+        }
     }
     rt_cluster_t *c = nsrv__route_cluster_find(rt, cluster);
     if (!c)
