@@ -466,3 +466,74 @@ def test_binary_request_with_remark_and_unknown_language(nsrvd, connect):
     resp = c.recv_for(77)
     assert_envelope(resp, req)
     assert resp.code == 0
+
+
+def test_update_with_unparsable_properties(ns):
+    """java.util.Properties.load rejects a malformed \\uXXXX escape (spec §2.18)."""
+    before = get_config(ns)
+    resp = ns.update_config("orderMessageEnable=true\nbad=\\u12G4\n")
+    assert_envelope(resp)
+    assert_code(resp, 1, "string2Properties error", ext=None)
+    assert get_config(ns) == before
+
+
+def test_update_unknown_key_is_not_added(ns):
+    """Configuration.update merges only keys that already exist (spec §2.18 step 1)."""
+    assert_code(ns.update_config("brandNewKey=1\nwaitSecondsForService=7"), 0)
+    props = parse_properties(get_config(ns))
+    assert "brandNewKey" not in props
+    assert props["waitSecondsForService"] == "7"
+
+
+def test_deleted_topic_comes_back_on_same_data_version(ns):
+    """A topic missing from topicQueueTable counts as changed even with an unchanged
+    DataVersion (spec §3.3 step 10b)."""
+    register_ok(ns, A, TA, DataVersion(1, 1))
+    assert_code(ns.delete_topic("T1"), 0)
+    assert route_or_none(ns, "T1") is None
+    register_ok(ns, A, TA, DataVersion(1, 1))
+    assert route_or_none(ns, "T1") is not None
+
+
+@pytest.mark.parametrize("st", [SerializeType.JSON, SerializeType.ROCKETMQ], ids=["json", "binary"])
+@pytest.mark.parametrize("opaque", [0, -1, -2147483648, 2147483647])
+def test_opaque_extremes_echoed(nsrvd, connect, st, opaque):
+    c = connect(nsrvd, serialize_type=st)
+    req = c.build(RequestCode.GET_BROKER_CLUSTER_INFO, opaque=opaque)
+    c.send(req)
+    resp = c.recv()
+    assert_envelope(resp, req)
+    assert resp.opaque == opaque
+
+
+def test_json_header_numbers_as_strings_and_escaped_keys(ns):
+    """fastjson accepts "106" for an int and \\uXXXX escapes in keys (spec §1.3, §8.7)."""
+    ns.conn.send_raw(_raw_json_frame(b'{"code":"106","opaque":"11","version":"479"}'))
+    resp = ns.conn.recv_for(11)
+    assert_envelope(resp)
+    assert_code(resp, 0)
+    ns.conn.send_raw(_raw_json_frame(b'{"\\u0063ode":106,"opaque":12}'))
+    assert_code(ns.conn.recv_for(12), 0)
+
+
+def test_topic_not_exist_remark_keeps_unicode_and_control_chars(ns):
+    topic = '主题/"x\n'
+    resp = ns.get_route(topic)
+    assert_code(resp, 17, "No topic route info in name server for the topic: " + topic
+                + "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.")
+
+
+def test_binary_empty_string_ext_is_null(nsrvd, connect):
+    """§1.4: an empty string in a binary header decodes to null."""
+    ns = NamesrvClient(connect(nsrvd, serialize_type=SerializeType.ROCKETMQ))
+    resp = ns.conn.request(RequestCode.PUT_KV_CONFIG, {"namespace": "a", "key": "", "value": "v"})
+    assert_code(resp, 1, "namespace or key is null")
+    resp = ns.get_kv("a", "")
+    assert_code(resp, 22, "No config item, Namespace: a Key: null")
+
+
+def test_rpc_header_extra_fields_are_ignored(ns):
+    register_ok(ns, A, TA)
+    resp = ns.get_route("T1", {"ns": "x", "nsd": "y", "bname": "z", "oway": "true", "lo": "1",
+                               "AccessKey": "ak", "Signature": "sig"})
+    assert_code(resp, 0)

@@ -66,6 +66,8 @@ BAD_FRAMES = {
     "header-past-frame": struct.pack(">iI", 10, 100) + b"{" * 6,
     "header-len-max": struct.pack(">iI", 10, 0x00FFFFFF) + b"{" * 6,
     "invalid-json-header": _json_frame(b'{"code":105,"opaque":'),
+    "empty-json-header": struct.pack(">iI", 4, 0),
+    "empty-binary-header": struct.pack(">iI", 4, 1 << 24),
     "json-not-utf8-garbage": _json_frame(b"\xff\xfe\x00{}"),
     "serialize-type-2": _json_frame(b'{"code":106,"opaque":1}', st=2),
     "serialize-type-255": _json_frame(b'{"code":106,"opaque":1}', st=255),
@@ -335,3 +337,61 @@ def test_idle_connection_is_closed(nsrvd, connect):
     wait_until(lambda: busy.get_route("TopicTest").code == 17, scaled(3), msg="idle broker not unregistered")
     assert not bconn.is_open(0.5)
     assert busy.conn.is_open(0)
+
+
+def test_response_frame_from_client_is_ignored(nsrvd, connect, healthy):
+    """A frame with the RESPONSE flag matches no pending request: dropped, no reply, the
+    connection stays usable (Java logs a warning)."""
+    c = connect(nsrvd)
+    stray = c.build(RequestCode.GET_BROKER_CLUSTER_INFO)
+    stray.flag = 1
+    normal = c.build(RequestCode.GET_BROKER_CLUSTER_INFO)
+    c.send_many([stray, normal])
+    first = c.recv()
+    assert first.opaque == normal.opaque, f"a response frame was answered: {first!r}"
+    assert c.is_open(0.2) and c.inbox == []
+
+
+def test_many_concurrent_connections(nsrvd, connect, healthy):
+    before = nsrvd.open_fds()
+    conns = [connect(nsrvd) for _ in range(200)]
+    reqs = []
+    for c in conns:
+        r = c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"})
+        c.send(r)
+        reqs.append(r)
+    for c, r in zip(conns, reqs):
+        assert_code(c.recv_for(r.opaque), 0)
+    # (before may still count a just-closed socket, hence the slack)
+    assert nsrvd.open_fds() >= before + 190
+    for c in conns:
+        c.close()
+    healthy.check()
+    wait_until(lambda: nsrvd.open_fds() <= before + 2, scaled(3), msg="connection fds not released")
+
+
+@pytest.mark.parametrize("depth", [1000, 200000])
+def test_deeply_nested_json_does_not_crash(nsrvd, connect, healthy, depth):
+    """Deep nesting in a header or a JSON body must be answered or refused, never overflow the
+    server's stack."""
+    deep = "[" * depth + "]" * depth
+    c = connect(nsrvd)
+    hdr = ('{"code":106,"opaque":1,"x":' + deep + "}").encode()
+    c.send_raw(struct.pack(">ii", 4 + len(hdr), len(hdr)) + hdr)
+    try:
+        assert c.recv(scaled(3)).opaque == 1
+    except ConnectionClosed as e:
+        assert e.pending == b""
+    assert nsrvd.alive()
+    body = ('{"x":' + deep + "}").encode()
+    reg_ext = {"brokerName": "b", "brokerAddr": "1.1.1.1:1", "clusterName": "c", "brokerId": "0",
+               "haServerAddr": "1.1.1.1:2", "bodyCrc32": "0", "compressed": "false"}
+    for code, ext in ((103, reg_ext), (217, {"topic": "T"}), (322, reg_ext), (318, None)):
+        c = connect(nsrvd)
+        try:
+            resp = c.request(code, ext, body, timeout=scaled(5))
+            assert_envelope(resp)
+        except ConnectionClosed:
+            pass
+        assert nsrvd.alive(), f"server died on a deeply nested body for code {code}\n{nsrvd.tail()}"
+    healthy.check()

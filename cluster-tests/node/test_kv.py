@@ -127,3 +127,11 @@ def test_kvlist_of_emptied_namespace_is_success_with_empty_table(ns):
     resp = ns.get_kvlist("NSE")
     assert_code(resp, 0, None)
     assert resp.body == b'{"table":{}}'
+
+
+def test_put_without_value_stores_nothing_visible(nsrvd, ns):
+    """§2.1: a missing value stores null; the file writer drops it and GET finds nothing."""
+    resp = ns.conn.request(RequestCode.PUT_KV_CONFIG, {"namespace": "NV", "key": "k"})
+    assert_code(resp, 0, None, ext=None)
+    assert_code(ns.get_kv("NV", "k"), 22, "No config item, Namespace: NV Key: k", ext={})
+    assert json.loads(read_kv_file(nsrvd))["configTable"].get("NV", {}) == {}
