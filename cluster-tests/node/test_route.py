@@ -218,3 +218,46 @@ def test_wipe_and_add_write_perm(nsrvd, connect, st):
 
     assert_code(ns.wipe_write_perm("nobody"), 0, ext={"wipeTopicCount": "0"})
     assert_code(ns.add_write_perm("nobody"), 0, ext={"addTopicCount": "0"})
+
+
+def test_standard_mode_sorts_string_keyed_maps(ns):
+    from rmq import topic_queue_mapping_info
+
+    bb = Broker(name="broker-b", addr="127.0.0.1:10912")
+    ba = Broker(name="broker-a", addr="127.0.0.1:10911")
+    for b in (bb, ba):  # register b first so insertion order is not already sorted
+        register_ok(ns, b, T, filter_servers=[f"9.9.9.9:{b.addr[-1]}"],
+                    mapping_infos=[topic_queue_mapping_info("TopicTest", b.name, epoch=1)])
+    text = _route(ns, 479).body_text()
+    assert text.index('"127.0.0.1:10911":["9.9.9.9:1"]') < text.index('"127.0.0.1:10912":["9.9.9.9:2"]'), text
+    tq = text[text.index('"topicQueueMappingByBroker"'):]
+    assert tq.index('"broker-a":{') < tq.index('"broker-b":{'), text
+
+
+def test_standard_mode_quotes_longs_beyond_2_53(ns):
+    """BrowserCompatible: longs outside +-(2^53-1) are written as strings in standard mode
+    only (spec §2.8)."""
+    from rmq import topic_queue_mapping_info
+
+    big = 2**53 + 1
+    register_ok(ns, MASTER, T, mapping_infos=[topic_queue_mapping_info("TopicTest", "broker-a", epoch=big)])
+    std = _route(ns, 479).body_text()
+    assert f'"epoch":"{big}"' in std, std
+    dflt = _route(ns, 0).body_text()
+    assert f'"epoch":{big}' in dflt, dflt
+    register_ok(ns, MASTER, T, DataVersion(2, 2),
+                mapping_infos=[topic_queue_mapping_info("TopicTest", "broker-a", epoch=2**53 - 1)])
+    assert f'"epoch":{2**53 - 1}' in _route(ns, 479).body_text()
+
+
+def test_master_gone_without_acting_master_keeps_queue_perm(ns):
+    m = Broker(name="broker-a", addr="127.0.0.1:10911")
+    s = Broker(name="broker-a", addr="127.0.0.1:10921", broker_id=1)
+    register_ok(ns, m, T)
+    register_ok(ns, s, T)
+    assert_code(ns.unregister_broker(m), 0)
+    deadline = time.monotonic() + 2
+    while route_addrs(route_or_none(ns, "TopicTest")) != {"broker-a": {"1": s.addr}}:
+        assert time.monotonic() < deadline, "master not removed"
+        time.sleep(0.05)
+    assert route_perms(route_or_none(ns, "TopicTest")) == {"broker-a": 6}
