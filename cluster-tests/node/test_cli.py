@@ -185,3 +185,41 @@ def test_two_servers_are_independent(nsrvd_factory, connect):
     a.put_kv("N", "k", "a")
     assert b.get_kv("N", "k").code == 22
     time.sleep(0)  # nothing shared
+
+
+def test_kv_special_characters_survive_restart(nsrvd_factory, connect, tmp_path):
+    kv = tmp_path / "sp" / "kvConfig.json"
+    pairs = [("NS\"q", 'k\\b', 'v"\\\n\t中\u2028/\x7f'), ("ns", "key with spaces", "")]
+    s1 = nsrvd_factory({"kvConfigPath": str(kv)}, name="sp1")
+    ns1 = NamesrvClient(connect(s1))
+    for n, k, v in pairs:
+        assert ns1.put_kv(n, k, v).code == 0
+    json.loads(kv.read_text(encoding="utf-8"))  # the file must stay valid JSON
+    ns1.conn.close()
+    assert s1.terminate(10) == 0, s1.tail()
+    s2 = nsrvd_factory({"kvConfigPath": str(kv)}, name="sp2")
+    ns2 = NamesrvClient(connect(s2))
+    n, k, v = pairs[0]
+    assert_code(ns2.get_kv(n, k), 0, ext={"value": v})
+
+
+def test_config_file_rewritten_by_update_still_boots(nsrvd_factory, connect):
+    """UPDATE_NAMESRV_CONFIG rewrites the -c file with every key; that file must load again."""
+    s1 = nsrvd_factory({"fooBarUnknownKey": "xyz"}, name="cfg1")
+    ns1 = NamesrvClient(connect(s1))
+    assert_code(ns1.update_config("waitSecondsForService=7\norderMessageEnable=true"), 0)
+    text1 = ns1.get_config().body_text()
+    ns1.conn.close()
+    assert s1.terminate(10) == 0, s1.tail()
+    rewritten = s1.config_path.read_text()
+    assert "waitSecondsForService=7" in rewritten.splitlines()
+
+    from nsrvd_proc import NsrvdProcess  # same port and file, new process
+    s2 = NsrvdProcess(s1.binary, s1.workdir, None, port=s1.port, raw_config=rewritten, name="cfg1")
+    nsrvd_factory.procs.append(s2)
+    s2.start()
+    props = parse_properties(NamesrvClient(connect(s2)).get_config().body_text())
+    assert props["waitSecondsForService"] == "7"
+    assert props["orderMessageEnable"] == "true"
+    assert props["fooBarUnknownKey"] == "xyz"
+    assert props == parse_properties(text1)
