@@ -448,17 +448,27 @@ static int read_item(dctx_t *d, nsrv_reader_t *r, const char *what, const uint8_
 }
 
 /*
- * A count of length-prefixed items. Each item takes at least its 4-byte
- * length, so a count above left/4 cannot be honest; rejecting it bounds the
- * array we allocate by the inflated size.
+ * Smallest stream bytes a valid item can take: its 4-byte length plus the
+ * shortest text that decodes. A topic text needs four separators, three
+ * one-digit numbers and "MULTI_TAG" (" 0 0 0 MULTI_TAG", 16 bytes); a mapping
+ * info needs a topic and a bname ("{topic:0,bname:0}", 17 bytes).
  */
-static int read_count(dctx_t *d, nsrv_reader_t *r, const char *what, size_t *n) {
+#define MIN_TOPIC_ITEM (4 + 16)
+#define MIN_MAPPING_ITEM (4 + 17)
+
+/*
+ * A count of length-prefixed items. A count above left / min_item cannot be
+ * honest, and rejecting it before allocating keeps the array we allocate
+ * proportional to bytes actually present (at most ~1.6x / ~3x the inflated
+ * size for topics / mappings), whatever count a hostile body claims.
+ */
+static int read_count(dctx_t *d, nsrv_reader_t *r, const char *what, size_t min_item, size_t *n) {
     uint32_t v;
     if (nsrv_reader_be32(r, &v) != 0)
         return fail(d, "stream ends before %s", what);
     if (v > INT32_MAX)
         return fail(d, "negative %s", what);
-    if (v > nsrv_reader_left(r) / 4)
+    if (v > nsrv_reader_left(r) / min_item)
         return fail(d, "%s %u exceeds the stream", what, v);
     *n = v;
     return 0;
@@ -535,9 +545,10 @@ static int parse_inflated(dctx_t *d, const uint8_t *p, size_t n, int32_t version
                           nsrv_register_body_t *b) {
     nsrv_reader_t r;
     nsrv_reader_init(&r, p, n);
-    const uint8_t *item;
-    size_t item_len, count;
-    nsrv_json_t *j;
+    /* Initialised only to quiet gcc -O3's maybe-uninitialized false positives. */
+    const uint8_t *item = NULL;
+    size_t item_len = 0, count = 0;
+    nsrv_json_t *j = NULL;
 
     int rc = read_item(d, &r, "dataVersion length", &item, &item_len);
     if (rc)
@@ -549,7 +560,7 @@ static int parse_inflated(dctx_t *d, const uint8_t *p, size_t n, int32_t version
     if (rc)
         return rc;
 
-    rc = read_count(d, &r, "topic count", &count);
+    rc = read_count(d, &r, "topic count", MIN_TOPIC_ITEM, &count);
     if (rc)
         return rc;
     if (count) {
@@ -573,7 +584,7 @@ static int parse_inflated(dctx_t *d, const uint8_t *p, size_t n, int32_t version
     /* 5.x puts the mapping section here; tolerate a stream that ends instead. */
     if (version < NSRV_REGISTER_BODY_V5_0_0 || nsrv_reader_left(&r) == 0)
         return 0;
-    rc = read_count(d, &r, "mapping count", &count);
+    rc = read_count(d, &r, "mapping count", MIN_MAPPING_ITEM, &count);
     if (rc)
         return rc;
     if (count) {

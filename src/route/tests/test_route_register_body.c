@@ -502,6 +502,24 @@ static void test_compressed_text_form_edges(void **state) {
     assert_int_equal(b.n_filter_servers, 0);
     assert_int_equal(b.n_mappings, 0);
 
+    /* The shortest valid topic text and mapping info, last in the stream:
+     * the count bounds (derived from these minimal sizes) must accept them. */
+    nsrv_buf_reset(&raw);
+    put_item(&raw, "{}");
+    put_be32(&raw, 1);
+    put_item(&raw, " 0 0 0 MULTI_TAG");
+    put_item(&raw, "[]");
+    put_be32(&raw, 1);
+    put_item(&raw, "{topic:0,bname:0}");
+    nsrv_buf_reset(&z);
+    zlib_pack(&raw, &z);
+    decode_ok(z.data, z.len, 479, true, &b);
+    assert_int_equal(b.n_topics, 1);
+    assert_topic(&b.topics[0], "", 0, 0, 0, 0);
+    assert_int_equal(b.n_mappings, 1);
+    assert_string_equal(b.mappings[0].topic, "0");
+    assert_string_equal(b.mappings[0].bname, "0");
+
     /* "null" filter list: no list at all. */
     nsrv_buf_reset(&raw);
     put_item(&raw, "{}");
@@ -584,6 +602,14 @@ static void test_compressed_errors(void **state) {
     put_item(&raw, "{}");
     put_be32(&raw, 2);
     put_item(&raw, "A 1 1 6 SINGLE_TAG");
+    put_item(&raw, "[]");
+    compressed_bad(&raw, 407);
+    /* Five zero-length topic items: present, but too short to be topics. */
+    nsrv_buf_reset(&raw);
+    put_item(&raw, "{}");
+    put_be32(&raw, 5);
+    for (int i = 0; i < 5; i++)
+        put_be32(&raw, 0);
     put_item(&raw, "[]");
     compressed_bad(&raw, 407);
     /* Stream ends before the filter list. */
