@@ -242,7 +242,7 @@ DEFAULTS = {
     "orderMessageEnable": "false",
     "productEnvName": "center",
     "returnOrderTopicConfigToBroker": "true",
-    "scanNotActiveBrokerInterval": "5000",
+    "scanNotActiveBrokerInterval": "10000",  # project decision: the 4.9.x period (Java 5.x: 5000)
     "serverAsyncSemaphoreValue": "64",
     "serverCallbackExecutorThreads": "0",
     "serverChannelMaxIdleTimeSeconds": "120",

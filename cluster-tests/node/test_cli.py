@@ -11,7 +11,7 @@ from nsrvd_proc import NsrvdProcess, free_port, run_cli, scaled, write_propertie
 from rmq import Broker, NamesrvClient, TopicConfig, parse_properties
 
 PRINTED_DEFAULTS = {
-    "scanNotActiveBrokerInterval": "5000",
+    "scanNotActiveBrokerInterval": "10000",  # project decision: the 4.9.x period (Java 5.x: 5000)
     "serverChannelMaxIdleTimeSeconds": "120",
     "shutdownWaitTimeSeconds": "30",
     "enableShutdownGracefully": "false",

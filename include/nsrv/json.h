@@ -30,25 +30,33 @@ typedef enum {
 } nsrv_json_type_t;
 
 typedef struct nsrv_json nsrv_json_t;
+/* Kept small (56 bytes): a hostile body of tiny values becomes one node each. */
 struct nsrv_json {
-    nsrv_json_type_t type;
+    nsrv_json_t *next;  /* next sibling */
+    nsrv_json_t *child; /* ARRAY/OBJECT: first element/member */
     /* Object member key, decoded and NUL-terminated (NULL outside objects). */
     const char *key;
-    size_t key_len;
     /*
      * STRING: the decoded value (UTF-8, NUL-terminated).
      * NUMBER: the number's source text (NUL-terminated), e.g. "-12" or "1.5e3".
      */
     const char *str;
-    size_t str_len;
-    bool boolean;        /* BOOL */
-    bool is_int;         /* NUMBER fits int64 exactly (no fraction/exponent) */
-    int64_t i64;         /* NUMBER when is_int */
-    double dbl;          /* NUMBER, always set */
-    nsrv_json_t *child;  /* ARRAY/OBJECT: first element/member */
-    nsrv_json_t *next;   /* next sibling */
-    size_t count;        /* ARRAY/OBJECT: number of children */
+    union {
+        int64_t i64; /* NUMBER when is_int */
+        double dbl;  /* NUMBER when !is_int */
+    };
+    uint32_t key_len;
+    uint32_t str_len;
+    uint32_t count; /* ARRAY/OBJECT: number of children */
+    uint8_t type;   /* nsrv_json_type_t */
+    bool boolean;   /* BOOL */
+    bool is_int;    /* NUMBER fits int64 exactly (no fraction/exponent) */
 };
+
+/* More values than this in one document is refused: it bounds the memory a
+ * 16 MiB frame can make the parser allocate (about 112 MiB of nodes). A
+ * broker with 100,000 topics sends about 1M values. */
+#define NSRV_JSON_MAX_NODES 2000000u
 
 /*
  * Parses text[0..len). On success returns 0 and sets *root (allocated in

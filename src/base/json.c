@@ -21,6 +21,7 @@ typedef struct {
     const char *start;
     char *err;
     size_t err_len;
+    uint32_t nodes;
 } parser_t;
 
 static int fail(parser_t *ps, const char *what) {
@@ -40,6 +41,7 @@ static void skip_ws(parser_t *ps) {
 }
 
 static nsrv_json_t *new_node(parser_t *ps, nsrv_json_type_t type) {
+    ps->nodes++;
     nsrv_json_t *n = nsrv_arena_alloc(ps->arena, sizeof *n);
     memset(n, 0, sizeof *n);
     n->type = type;
@@ -228,15 +230,15 @@ static int parse_number(parser_t *ps, nsrv_json_t *n) {
     size_t len = (size_t)(ps->p - s);
     char *txt = nsrv_arena_strndup(ps->arena, s, len);
     n->str = txt;
-    n->str_len = len;
-    n->dbl = strtod(txt, NULL);
+    n->str_len = (uint32_t)len;
     if (is_int) {
         errno = 0;
-        char *endp;
-        long long v = strtoll(txt, &endp, 10);
+        long long v = strtoll(txt, NULL, 10);
         n->is_int = errno == 0;
         n->i64 = (int64_t)v;
     }
+    if (!n->is_int)
+        n->dbl = strtod(txt, NULL);
     return 0;
 }
 
@@ -269,7 +271,7 @@ static int parse_container(parser_t *ps, nsrv_json_t *n, int depth, bool object)
         if (rc)
             return rc;
         child->key = key;
-        child->key_len = key_len;
+        child->key_len = (uint32_t)key_len;
         *tail = child;
         tail = &child->next;
         n->count++;
@@ -306,6 +308,8 @@ static bool match_word(parser_t *ps, const char *w) {
 static int parse_value(parser_t *ps, nsrv_json_t **out, int depth) {
     if (depth > NSRV_JSON_MAX_DEPTH)
         return fail(ps, "nesting too deep");
+    if (ps->nodes >= NSRV_JSON_MAX_NODES)
+        return fail(ps, "too many values");
     skip_ws(ps);
     if (ps->p >= ps->end)
         return fail(ps, "expected value");
@@ -317,7 +321,9 @@ static int parse_value(parser_t *ps, nsrv_json_t **out, int depth) {
         rc = parse_container(ps, n, depth, c == '{');
     } else if (c == '"' || c == '\'') {
         n = new_node(ps, NSRV_JSON_STRING);
-        rc = parse_string(ps, &n->str, &n->str_len);
+        size_t slen = 0;
+        rc = parse_string(ps, &n->str, &slen);
+        n->str_len = (uint32_t)slen;
     } else if (c == '-' || c == '+' || (c >= '0' && c <= '9')) {
         n = new_node(ps, NSRV_JSON_NUMBER);
         rc = parse_number(ps, n);
@@ -339,7 +345,12 @@ static int parse_value(parser_t *ps, nsrv_json_t **out, int depth) {
 
 int nsrv_json_parse(nsrv_arena_t *arena, const char *text, size_t len, nsrv_json_t **root,
                     char *err, size_t err_len) {
-    parser_t ps = {arena, text, text + len, text, err, err_len};
+    if (len > UINT32_MAX) {
+        if (err && err_len)
+            snprintf(err, err_len, "document too large");
+        return NSRV_EJSON;
+    }
+    parser_t ps = {arena, text, text + len, text, err, err_len, 0};
     nsrv_json_t *v;
     /* Skip a UTF-8 BOM, which Java's readers tolerate. */
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -163,6 +164,31 @@ static void test_writer_round_trip(void **state) {
     }
 }
 
+/* A document of many tiny values is refused past NSRV_JSON_MAX_NODES, which
+ * bounds what a 16 MiB frame can make the parser allocate. */
+static void test_node_cap(void **state) {
+    (void)state;
+    size_t n = NSRV_JSON_MAX_NODES + 10;
+    char *text = malloc(2 * n + 2);
+    text[0] = '[';
+    for (size_t i = 0; i < n; i++) {
+        text[1 + 2 * i] = '0';
+        text[2 + 2 * i] = ',';
+    }
+    text[2 * n] = ']';
+    nsrv_json_t *root = NULL;
+    char err[128] = "";
+    assert_int_equal(nsrv_json_parse(&arena, text, 2 * n + 1, &root, err, sizeof err),
+                     NSRV_EJSON);
+    assert_non_null(strstr(err, "too many values"));
+    /* Just under the cap is fine. */
+    size_t m = NSRV_JSON_MAX_NODES - 1; /* elements: with the array, exactly the cap */
+    text[2 * m] = ']';
+    assert_int_equal(nsrv_json_parse(&arena, text, 2 * m + 1, &root, err, sizeof err), 0);
+    assert_int_equal(root->count, m);
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bare_numeric_keys, setup, teardown),
@@ -172,6 +198,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_rejects_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_cap, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
