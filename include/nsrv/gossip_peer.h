@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Per-peer security state and the receive pipeline for gossip datagrams
+ * (proto/gossip.md §8, §9). Pure: no sockets, no clocks read here; the I/O
+ * layer passes in the bytes, the source address and the clocks. Not
+ * thread-safe: one loop thread owns a peer table.
+ *
+ * Glossary
+ *   peer         a configured remote node: id, address, public keys
+ *   incarnation  the peer's src_inc; rises on every restart (persisted)
+ *   window       256-bit replay bitmap over seq, per (peer, incarnation)
+ *   offset       sliding minimum of (local recv mono - src_mono_ms); maps
+ *                the sender's clock onto ours for ages
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "nsrv/arena.h"
+#include "nsrv/gossip_msg.h"
+
+/* Freshness window on the sender's wall clock (discv4 uses 20 s). */
+#define NSRV_GOSSIP_MAX_SKEW_MS 30000
+/* An incarnation further than this ahead of our wall clock is refused. */
+#define NSRV_GOSSIP_INC_FUTURE_MS (24 * 3600 * 1000LL)
+/* Replay window width in sequence numbers. */
+#define NSRV_GOSSIP_WINDOW 256
+/* The clock offset is the minimum over 4 buckets of 15 s (the last 45-60 s). */
+#define NSRV_GOSSIP_OFF_BUCKET_MS 15000
+#define NSRV_GOSSIP_OFF_BUCKETS 4
+
+typedef struct nsrv_gossip_peers nsrv_gossip_peers_t;
+typedef struct nsrv_gossip_peer nsrv_gossip_peer_t;
+
+/* One peer as configured. All pointers are borrowed for the call. */
+typedef struct {
+    uint8_t node_id;  /* 1..254 */
+    const char *addr; /* literal "ip:port" or "[ipv6]:port"; no host names */
+    const nsrv_gossip_key_t *keys;
+    size_t nkeys; /* 1..NSRV_GOSSIP_MAX_KEYS, distinct key ids */
+} nsrv_gossip_peer_conf_t;
+
+/*
+ * Parses a literal "a.b.c.d:port" or "[v6]:port" (port 1..65535) into *ss.
+ * Returns 0 or -EINVAL. No name resolution.
+ */
+int nsrv_gossip_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+
+/*
+ * An empty table. max_dgram caps accepted datagrams (use the cluster-wide
+ * gossip budget, NSRV_GOSSIP_DGRAM_MIN..MAX; out of range -> default).
+ */
+nsrv_gossip_peers_t *nsrv_gossip_peers_create(uint32_t max_dgram);
+/* Frees the table and its peers; sets *p = NULL. Accepts NULL. */
+void nsrv_gossip_peers_destroy(nsrv_gossip_peers_t **p);
+void nsrv_gossip_peers_set_max_dgram(nsrv_gossip_peers_t *t, uint32_t max_dgram);
+
+/*
+ * Applies a complete peer list (startup and SIGHUP reload). Validates all of
+ * it first: on -EINVAL (bad id, duplicate id, bad address, 0 or too many
+ * keys, duplicate key id) the table is unchanged. Otherwise peers that stay
+ * keep their state (incarnation, window, offset, counters) with the new
+ * address and keys, new peers start empty, and peers no longer listed are
+ * freed: every nsrv_gossip_peer_t pointer the caller held for them is then
+ * dangling.
+ */
+int nsrv_gossip_peers_configure(nsrv_gossip_peers_t *t, const nsrv_gossip_peer_conf_t *confs,
+                                size_t n);
+
+size_t nsrv_gossip_peers_count(const nsrv_gossip_peers_t *t);
+/* Peers in increasing node id order, i < count. */
+nsrv_gossip_peer_t *nsrv_gossip_peers_at(const nsrv_gossip_peers_t *t, size_t i);
+/* NULL if node_id is not configured. */
+nsrv_gossip_peer_t *nsrv_gossip_peers_find(const nsrv_gossip_peers_t *t, uint8_t node_id);
+
+uint8_t nsrv_gossip_peer_id(const nsrv_gossip_peer_t *p);
+/* The configured address (where to send). */
+const struct sockaddr *nsrv_gossip_peer_addr(const nsrv_gossip_peer_t *p, socklen_t *len);
+/* The configured public keys (e.g. for nsrv_gossip_pull_dec_create). */
+const nsrv_gossip_key_t *nsrv_gossip_peer_keys(const nsrv_gossip_peer_t *p, size_t *n);
+
+/*
+ * The UDP receive pipeline, cheapest check first and the signature last:
+ *   size (len <= max_dgram), version, cluster, src configured, source IP ==
+ *   the peer's configured IP (port not compared), key_id configured, dst
+ *   (my_id or 255), |now_wall - wall_ms| <= 30 s, incarnation (not below the
+ *   stored one, not above now_wall + 24 h), type (1..4), replay window peek,
+ *   body decode (into arena), Ed25519 signature;
+ * then, only when everything passed, the commit: a higher incarnation resets
+ * the window and the offset; the seq bit is set; the offset takes the sample
+ * now_mono_ms - src_mono_ms; counters and last-valid time are updated.
+ *
+ * Returns 0 (out_msg decoded, lists in arena, strings pointing into dgram;
+ * *out_peer = the sender) or a negative NSRV_GOSSIP_E* reason, counted in the
+ * table totals and, once src names a configured peer, on that peer. Nothing
+ * else changes on rejection. The caller resets the arena after each packet;
+ * it must never answer a rejected packet.
+ */
+int nsrv_gossip_peer_check(nsrv_gossip_peers_t *peers, uint8_t my_id, const char *cluster,
+                           const uint8_t *dgram, size_t len, const struct sockaddr *from,
+                           uint64_t now_mono_ms, int64_t now_wall_ms, nsrv_gossip_msg_t *out_msg,
+                           nsrv_arena_t *arena, nsrv_gossip_peer_t **out_peer);
+
+/*
+ * The same pipeline for a PULL_REQ received on TCP (the bytes after its u32
+ * length prefix; from = the connection's peer address): the size cap is
+ * NSRV_GOSSIP_PULL_REQ_MAX, the type must be PULL_REQ and dst must be my_id
+ * exactly. It shares the peer's window, so a request cannot be replayed.
+ */
+int nsrv_gossip_peer_check_pull(nsrv_gossip_peers_t *peers, uint8_t my_id, const char *cluster,
+                                const uint8_t *req, size_t len, const struct sockaddr *from,
+                                uint64_t now_mono_ms, int64_t now_wall_ms,
+                                nsrv_gossip_msg_t *out_msg, nsrv_arena_t *arena,
+                                nsrv_gossip_peer_t **out_peer);
+
+/*
+ * Maps an age the peer reported onto the local monotonic clock:
+ *   last_seen = src_mono_ms - age_ms + offset
+ * saturating at 0 (0 = "long ago"; also when no packet was accepted yet).
+ * src_mono_ms and age_ms come from one accepted datagram of the peer's
+ * current incarnation. Both are signed, so a replayed or delayed copy maps to
+ * the same instant and can never extend liveness; the result is never later
+ * than the local time the datagram was received.
+ */
+uint64_t nsrv_gossip_peer_last_seen(const nsrv_gossip_peer_t *p, uint64_t src_mono_ms,
+                                    uint32_t age_ms);
+
+/* A snapshot for status output. */
+typedef struct {
+    uint8_t node_id;
+    bool has_incarnation; /* a valid packet was accepted since startup */
+    uint64_t incarnation;
+    bool new_incarnation;        /* the last accepted packet started a new incarnation */
+    uint64_t top_seq;            /* highest seq accepted in this incarnation */
+    uint64_t last_valid_mono_ms; /* local time of the last accepted packet */
+    uint8_t last_key_id;         /* key_id of the last accepted packet */
+    bool has_offset;
+    int64_t offset_ms;
+    uint64_t accepted;
+    uint64_t rejected[NSRV_GOSSIP_NREASONS]; /* by nsrv_gossip_reason_index */
+} nsrv_gossip_peer_info_t;
+
+void nsrv_gossip_peer_info(const nsrv_gossip_peer_t *p, nsrv_gossip_peer_info_t *info);
+/* Totals over all packets, including those from no configured peer. */
+void nsrv_gossip_peers_totals(const nsrv_gossip_peers_t *t, uint64_t *accepted,
+                              uint64_t rejected[NSRV_GOSSIP_NREASONS]);
+
+/*
+ * The local node's next incarnation: max(stored + 1, now_wall_ms) (stored = 0
+ * when path does not exist), written to path (decimal text) atomically and
+ * fsync'ed before it is returned, so it survives a crash right after.
+ * Returns 0, -EINVAL if the file exists but does not hold one decimal number,
+ * or -errno from reading or writing. Blocking: startup only.
+ */
+int nsrv_gossip_incarnation_next(const char *path, int64_t now_wall_ms, uint64_t *inc);

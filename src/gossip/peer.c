@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Peer table, receive pipeline, replay window and clock-offset tracking
+ * (proto/gossip.md §8, §9). Pure.
+ */
+#include "nsrv/gossip_peer.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "nsrv/alloc.h"
+
+#define WINDOW_WORDS (NSRV_GOSSIP_WINDOW / 64)
+
+typedef struct {
+    bool used;
+    uint64_t epoch; /* local mono / bucket width */
+    int64_t min;
+} off_bucket_t;
+
+struct nsrv_gossip_peer {
+    uint8_t node_id;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    nsrv_gossip_key_t keys[NSRV_GOSSIP_MAX_KEYS];
+    size_t nkeys;
+
+    bool has_inc;
+    uint64_t inc;
+    bool new_inc;
+    /* Replay window: bit (seq % 256) for seq in (top - 256, top]. */
+    uint64_t top;
+    uint64_t bits[WINDOW_WORDS];
+    /* Clock offset: minimum of the samples in the live buckets. */
+    off_bucket_t buckets[NSRV_GOSSIP_OFF_BUCKETS];
+    bool has_off;
+    int64_t off;
+
+    uint64_t last_valid_mono;
+    uint8_t last_key_id;
+    uint64_t accepted;
+    uint64_t rejected[NSRV_GOSSIP_NREASONS];
+};
+
+struct nsrv_gossip_peers {
+    nsrv_gossip_peer_t *by_id[256];
+    uint8_t order[256]; /* configured ids, increasing */
+    size_t count;
+    uint32_t max_dgram;
+    uint64_t accepted;
+    uint64_t rejected[NSRV_GOSSIP_NREASONS];
+};
+
+/* ------------------------------------------------------------- addresses */
+
+int nsrv_gossip_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len) {
+    if (!s)
+        return -EINVAL;
+    const char *colon;
+    char host[64];
+    size_t hlen;
+    bool v6 = s[0] == '[';
+    if (v6) {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return -EINVAL;
+        hlen = (size_t)(close - s - 1);
+        if (hlen == 0 || hlen >= sizeof host)
+            return -EINVAL;
+        memcpy(host, s + 1, hlen);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return -EINVAL;
+        hlen = (size_t)(colon - s);
+        if (hlen == 0 || hlen >= sizeof host)
+            return -EINVAL;
+        memcpy(host, s, hlen);
+    }
+    host[hlen] = '\0';
+    const char *ps = colon + 1;
+    if (*ps == '\0' || strlen(ps) > 5)
+        return -EINVAL;
+    unsigned port = 0;
+    for (const char *c = ps; *c; c++) {
+        if (*c < '0' || *c > '9')
+            return -EINVAL;
+        port = port * 10 + (unsigned)(*c - '0');
+    }
+    if (port == 0 || port > 65535)
+        return -EINVAL;
+    memset(ss, 0, sizeof *ss);
+    if (v6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+        if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+            return -EINVAL;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        *len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
+        if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+            return -EINVAL;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        *len = sizeof *a;
+    }
+    return 0;
+}
+
+/* The IP as 16 bytes, IPv4 as ::ffff:a.b.c.d so dual-stack sockets match. */
+static bool ip16(const struct sockaddr *sa, uint8_t out[16]) {
+    if (!sa)
+        return false;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+        memset(out, 0, 10);
+        out[10] = out[11] = 0xff;
+        memcpy(out + 12, &a->sin_addr, 4);
+        return true;
+    }
+    if (sa->sa_family == AF_INET6) {
+        memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+        return true;
+    }
+    return false;
+}
+
+static bool same_ip(const nsrv_gossip_peer_t *p, const struct sockaddr *from) {
+    uint8_t a[16], b[16];
+    return ip16((const struct sockaddr *)&p->addr, a) && ip16(from, b) && memcmp(a, b, 16) == 0;
+}
+
+/* ----------------------------------------------------------------- table */
+
+static uint32_t clamp_dgram(uint32_t v) {
+    return v >= NSRV_GOSSIP_DGRAM_MIN && v <= NSRV_GOSSIP_DGRAM_MAX ? v : NSRV_GOSSIP_DGRAM_DEFAULT;
+}
+
+nsrv_gossip_peers_t *nsrv_gossip_peers_create(uint32_t max_dgram) {
+    nsrv_gossip_peers_t *t = nsrv_calloc(1, sizeof *t);
+    t->max_dgram = clamp_dgram(max_dgram);
+    return t;
+}
+
+void nsrv_gossip_peers_destroy(nsrv_gossip_peers_t **tp) {
+    if (!tp || !*tp)
+        return;
+    for (int i = 0; i < 256; i++)
+        nsrv_free((*tp)->by_id[i]);
+    nsrv_free(*tp);
+    *tp = NULL;
+}
+
+void nsrv_gossip_peers_set_max_dgram(nsrv_gossip_peers_t *t, uint32_t max_dgram) {
+    t->max_dgram = clamp_dgram(max_dgram);
+}
+
+int nsrv_gossip_peers_configure(nsrv_gossip_peers_t *t, const nsrv_gossip_peer_conf_t *confs,
+                                size_t n) {
+    bool seen[256] = {false};
+    if (n && !confs)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        const nsrv_gossip_peer_conf_t *c = &confs[i];
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        if (c->node_id < NSRV_GOSSIP_NODE_MIN || c->node_id > NSRV_GOSSIP_NODE_MAX ||
+            seen[c->node_id] || c->nkeys == 0 || c->nkeys > NSRV_GOSSIP_MAX_KEYS || !c->keys ||
+            nsrv_gossip_addr_parse(c->addr, &ss, &sl) != 0)
+            return -EINVAL;
+        for (size_t a = 0; a < c->nkeys; a++)
+            for (size_t b = a + 1; b < c->nkeys; b++)
+                if (c->keys[a].key_id == c->keys[b].key_id)
+                    return -EINVAL;
+        seen[c->node_id] = true;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const nsrv_gossip_peer_conf_t *c = &confs[i];
+        nsrv_gossip_peer_t *p = t->by_id[c->node_id];
+        if (!p) {
+            p = nsrv_calloc(1, sizeof *p);
+            p->node_id = c->node_id;
+            t->by_id[c->node_id] = p;
+        }
+        nsrv_gossip_addr_parse(c->addr, &p->addr, &p->addr_len);
+        memset(p->keys, 0, sizeof p->keys);
+        memcpy(p->keys, c->keys, c->nkeys * sizeof *c->keys);
+        p->nkeys = c->nkeys;
+    }
+    t->count = 0;
+    for (int id = 0; id < 256; id++) {
+        if (t->by_id[id] && !seen[id]) {
+            nsrv_free(t->by_id[id]);
+            t->by_id[id] = NULL;
+        }
+        if (t->by_id[id])
+            t->order[t->count++] = (uint8_t)id;
+    }
+    return 0;
+}
+
+size_t nsrv_gossip_peers_count(const nsrv_gossip_peers_t *t) {
+    return t->count;
+}
+
+nsrv_gossip_peer_t *nsrv_gossip_peers_at(const nsrv_gossip_peers_t *t, size_t i) {
+    return i < t->count ? t->by_id[t->order[i]] : NULL;
+}
+
+nsrv_gossip_peer_t *nsrv_gossip_peers_find(const nsrv_gossip_peers_t *t, uint8_t node_id) {
+    return t->by_id[node_id];
+}
+
+uint8_t nsrv_gossip_peer_id(const nsrv_gossip_peer_t *p) {
+    return p->node_id;
+}
+
+const struct sockaddr *nsrv_gossip_peer_addr(const nsrv_gossip_peer_t *p, socklen_t *len) {
+    if (len)
+        *len = p->addr_len;
+    return (const struct sockaddr *)&p->addr;
+}
+
+const nsrv_gossip_key_t *nsrv_gossip_peer_keys(const nsrv_gossip_peer_t *p, size_t *n) {
+    *n = p->nkeys;
+    return p->keys;
+}
+
+/* ---------------------------------------------------------- replay window */
+
+static bool bit_get(const nsrv_gossip_peer_t *p, uint64_t seq) {
+    unsigned i = (unsigned)(seq % NSRV_GOSSIP_WINDOW);
+    return (p->bits[i / 64] >> (i % 64)) & 1u;
+}
+
+static void bit_put(nsrv_gossip_peer_t *p, uint64_t seq, bool on) {
+    unsigned i = (unsigned)(seq % NSRV_GOSSIP_WINDOW);
+    uint64_t m = (uint64_t)1 << (i % 64);
+    p->bits[i / 64] = on ? p->bits[i / 64] | m : p->bits[i / 64] & ~m;
+}
+
+/* True if seq was accepted already or is too far behind to tell. */
+static bool window_seen(const nsrv_gossip_peer_t *p, uint64_t seq) {
+    if (seq > p->top)
+        return false;
+    if (p->top - seq >= NSRV_GOSSIP_WINDOW)
+        return true;
+    return bit_get(p, seq);
+}
+
+static void window_set(nsrv_gossip_peer_t *p, uint64_t seq) {
+    if (seq > p->top) {
+        uint64_t diff = seq - p->top;
+        if (diff >= NSRV_GOSSIP_WINDOW)
+            memset(p->bits, 0, sizeof p->bits);
+        else
+            for (uint64_t s = p->top + 1; s < seq; s++)
+                bit_put(p, s, false); /* slots of seqs now leaving the window */
+        p->top = seq;
+    }
+    bit_put(p, seq, true);
+}
+
+/* ---------------------------------------------------------- clock offset */
+
+static void offset_sample(nsrv_gossip_peer_t *p, uint64_t now_mono, uint64_t src_mono) {
+    int64_t now = (int64_t)NSRV_MIN(now_mono, NSRV_GOSSIP_TIME_MAX);
+    int64_t sample = now - (int64_t)src_mono;
+    uint64_t epoch = (uint64_t)now / NSRV_GOSSIP_OFF_BUCKET_MS;
+    off_bucket_t *b = &p->buckets[epoch % NSRV_GOSSIP_OFF_BUCKETS];
+    if (!b->used || b->epoch != epoch) {
+        b->used = true;
+        b->epoch = epoch;
+        b->min = sample;
+    } else if (sample < b->min) {
+        b->min = sample;
+    }
+    bool any = false;
+    int64_t m = 0;
+    for (int i = 0; i < NSRV_GOSSIP_OFF_BUCKETS; i++) {
+        const off_bucket_t *c = &p->buckets[i];
+        /* Only buckets of the last NSRV_GOSSIP_OFF_BUCKETS epochs count. */
+        if (!c->used || c->epoch + NSRV_GOSSIP_OFF_BUCKETS <= epoch)
+            continue;
+        if (!any || c->min < m)
+            m = c->min;
+        any = true;
+    }
+    p->has_off = true;
+    p->off = m;
+}
+
+uint64_t nsrv_gossip_peer_last_seen(const nsrv_gossip_peer_t *p, uint64_t src_mono_ms,
+                                    uint32_t age_ms) {
+    if (!p->has_off)
+        return 0;
+    /* |off| and src_mono_ms are below 2^62, so this cannot overflow. */
+    int64_t v = (int64_t)NSRV_MIN(src_mono_ms, NSRV_GOSSIP_TIME_MAX) - (int64_t)age_ms + p->off;
+    return v < 0 ? 0 : (uint64_t)v;
+}
+
+/* -------------------------------------------------------------- pipeline */
+
+static const nsrv_gossip_key_t *find_key(const nsrv_gossip_peer_t *p, uint8_t key_id) {
+    for (size_t i = 0; i < p->nkeys; i++)
+        if (p->keys[i].key_id == key_id)
+            return &p->keys[i];
+    return NULL;
+}
+
+static int check(nsrv_gossip_peers_t *t, uint8_t my_id, const char *cluster, const uint8_t *d,
+                 size_t len, const struct sockaddr *from, uint64_t now_mono, int64_t now_wall,
+                 nsrv_gossip_msg_t *out, nsrv_arena_t *arena, nsrv_gossip_peer_t **out_peer,
+                 bool tcp) {
+    nsrv_gossip_peer_t *p = NULL;
+    nsrv_gossip_msg_t m;
+    size_t body_off = 0;
+    int rc;
+    const nsrv_gossip_key_t *key = NULL;
+    bool new_inc = false;
+    uint64_t wall_now = now_wall > 0 ? (uint64_t)now_wall : 0;
+
+    if (!d || len > (tcp ? NSRV_GOSSIP_PULL_REQ_MAX : t->max_dgram)) {
+        rc = NSRV_GOSSIP_ESIZE;
+        goto reject;
+    }
+    rc = nsrv_gossip_msg_decode_header(d, len, &m, &body_off);
+    if (rc != 0)
+        goto reject;
+    if (!nsrv_str_eq(m.cluster, nsrv_str_c(cluster))) {
+        rc = NSRV_GOSSIP_ECLUSTER;
+        goto reject;
+    }
+    p = t->by_id[m.src];
+    if (!p) {
+        rc = NSRV_GOSSIP_EUNKNOWN_SRC;
+        goto reject;
+    }
+    if (!same_ip(p, from)) {
+        rc = NSRV_GOSSIP_ESRC_ADDR;
+        goto reject;
+    }
+    key = find_key(p, m.key_id);
+    if (!key) {
+        rc = NSRV_GOSSIP_EKEY_ID;
+        goto reject;
+    }
+    if (m.dst != my_id && (tcp || m.dst != NSRV_GOSSIP_DST_ANY)) {
+        rc = NSRV_GOSSIP_EDST;
+        goto reject;
+    }
+    uint64_t skew = m.wall_ms > wall_now ? m.wall_ms - wall_now : wall_now - m.wall_ms;
+    if (skew > NSRV_GOSSIP_MAX_SKEW_MS) {
+        rc = NSRV_GOSSIP_ESTALE_TIME;
+        goto reject;
+    }
+    if (p->has_inc && m.src_inc < p->inc) {
+        rc = NSRV_GOSSIP_EOLD_INC;
+        goto reject;
+    }
+    if (m.src_inc > wall_now + NSRV_GOSSIP_INC_FUTURE_MS) {
+        rc = NSRV_GOSSIP_EFUTURE_INC;
+        goto reject;
+    }
+    if (tcp ? m.type != NSRV_GOSSIP_PULL_REQ
+            : (m.type < NSRV_GOSSIP_DIGEST_FULL || m.type > NSRV_GOSSIP_TOMBSTONE)) {
+        rc = NSRV_GOSSIP_ETYPE;
+        goto reject;
+    }
+    new_inc = !p->has_inc || m.src_inc > p->inc;
+    if (!new_inc && window_seen(p, m.seq)) {
+        rc = NSRV_GOSSIP_EREPLAY;
+        goto reject;
+    }
+    rc = nsrv_gossip_msg_decode_body(d, len, body_off, arena, &m);
+    if (rc != 0)
+        goto reject;
+    if (nsrv_seal_verify(key->pk, d, m.signed_len, m.sig) != 0) {
+        rc = NSRV_GOSSIP_EBAD_SIG;
+        goto reject;
+    }
+
+    /* Commit: authenticated, fresh, not seen before. */
+    if (new_inc) {
+        p->has_inc = true;
+        p->inc = m.src_inc;
+        p->top = 0;
+        memset(p->bits, 0, sizeof p->bits);
+        memset(p->buckets, 0, sizeof p->buckets);
+        p->has_off = false;
+    }
+    p->new_inc = new_inc;
+    window_set(p, m.seq);
+    offset_sample(p, now_mono, m.src_mono_ms);
+    p->last_valid_mono = now_mono;
+    p->last_key_id = m.key_id;
+    p->accepted++;
+    t->accepted++;
+    *out = m;
+    if (out_peer)
+        *out_peer = p;
+    return 0;
+
+reject : {
+    int i = nsrv_gossip_reason_index(rc);
+    if (i < 0) {
+        rc = NSRV_GOSSIP_EDECODE; /* never leak another code */
+        i = nsrv_gossip_reason_index(rc);
+    }
+    t->rejected[i]++;
+    if (p)
+        p->rejected[i]++;
+    return rc;
+}
+}
+
+int nsrv_gossip_peer_check(nsrv_gossip_peers_t *peers, uint8_t my_id, const char *cluster,
+                           const uint8_t *dgram, size_t len, const struct sockaddr *from,
+                           uint64_t now_mono_ms, int64_t now_wall_ms, nsrv_gossip_msg_t *out_msg,
+                           nsrv_arena_t *arena, nsrv_gossip_peer_t **out_peer) {
+    return check(peers, my_id, cluster, dgram, len, from, now_mono_ms, now_wall_ms, out_msg, arena,
+                 out_peer, false);
+}
+
+int nsrv_gossip_peer_check_pull(nsrv_gossip_peers_t *peers, uint8_t my_id, const char *cluster,
+                                const uint8_t *req, size_t len, const struct sockaddr *from,
+                                uint64_t now_mono_ms, int64_t now_wall_ms,
+                                nsrv_gossip_msg_t *out_msg, nsrv_arena_t *arena,
+                                nsrv_gossip_peer_t **out_peer) {
+    return check(peers, my_id, cluster, req, len, from, now_mono_ms, now_wall_ms, out_msg, arena,
+                 out_peer, true);
+}
+
+/* ---------------------------------------------------------------- status */
+
+void nsrv_gossip_peer_info(const nsrv_gossip_peer_t *p, nsrv_gossip_peer_info_t *info) {
+    memset(info, 0, sizeof *info);
+    info->node_id = p->node_id;
+    info->has_incarnation = p->has_inc;
+    info->incarnation = p->inc;
+    info->new_incarnation = p->new_inc;
+    info->top_seq = p->top;
+    info->last_valid_mono_ms = p->last_valid_mono;
+    info->last_key_id = p->last_key_id;
+    info->has_offset = p->has_off;
+    info->offset_ms = p->off;
+    info->accepted = p->accepted;
+    memcpy(info->rejected, p->rejected, sizeof info->rejected);
+}
+
+void nsrv_gossip_peers_totals(const nsrv_gossip_peers_t *t, uint64_t *accepted,
+                              uint64_t rejected[NSRV_GOSSIP_NREASONS]) {
+    if (accepted)
+        *accepted = t->accepted;
+    if (rejected)
+        memcpy(rejected, t->rejected, sizeof t->rejected);
+}
