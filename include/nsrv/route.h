@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "nsrv/route_types.h"
 
@@ -83,6 +84,12 @@ typedef struct {
     int acting_master;  /* ext enableActingMaster: -1 absent (old broker), 0 false, 1 true */
     const nsrv_register_body_t *body; /* NULL = no body: no topics, DataVersion {0,0,0} */
     uint64_t conn_id;                 /* connection it arrived on; 0 = none */
+    /* 0 for a broker's own REGISTER_BROKER (a direct heartbeat). Otherwise the
+     * registration was pulled from a peer (gossip) and this is when the broker
+     * was last heard directly anywhere, on our monotonic clock: it never resets
+     * our direct age, never rebinds the entry's connection, and a registration
+     * already past its timeout is ignored (a pull cannot resurrect). */
+    uint64_t peer_last_seen_ms;
 } nsrv_register_req_t;
 
 typedef enum {
@@ -223,3 +230,64 @@ typedef struct {
 } nsrv_route_stats_t;
 
 void nsrv_route_get_stats(const nsrv_route_t *rt, nsrv_route_stats_t *out);
+
+/* ---- peer (gossip) view of the live table: route_peer.c ---- */
+
+/* One live entry, borrowed; valid until the next call into rt. */
+typedef struct {
+    const char *cluster, *broker_name, *broker_addr, *ha_server_addr; /* ha may be NULL */
+    const char *zone_name;                                             /* NULL if unset */
+    int64_t broker_id;
+    int acting_master; /* as registered: -1 old broker, 0, 1 */
+    int64_t timeout_ms;
+    nsrv_data_version_t data_version;
+    uint64_t last_direct_ms; /* 0: never heard directly by this node */
+    uint64_t last_seen_ms;   /* max of direct and peer-reported; expiry counts from it */
+    uint64_t conn_id;
+} nsrv_route_live_info_t;
+
+/** Calls cb for every live entry that is not past its timeout at now_ms. */
+void nsrv_route_foreach_live(nsrv_route_t *rt, uint64_t now_ms,
+                             void (*cb)(void *ud, const nsrv_route_live_info_t *info), void *ud);
+
+/** Looks up one live entry; false if absent or expired. */
+bool nsrv_route_live_info(nsrv_route_t *rt, const char *cluster, const char *addr,
+                          uint64_t now_ms, nsrv_route_live_info_t *out);
+
+typedef enum {
+    NSRV_PEER_SEEN_UNKNOWN = -1, /* no live entry: pull the registration */
+    NSRV_PEER_SEEN_SAME = 0,     /* same data version; last_seen raised if later */
+    NSRV_PEER_SEEN_NEWER = 1,    /* the peer has a newer data version: pull it */
+    NSRV_PEER_SEEN_OLDER = 2,    /* ours is newer; last_seen raised all the same */
+} nsrv_peer_seen_t;
+
+/**
+ * A peer reports that it heard (cluster, addr) directly at last_seen_ms (already
+ * mapped onto our monotonic clock) with data version dv. Raises the entry's
+ * last_seen (a max-merge: never lowers it, never touches last_direct).
+ * Versions are ordered as DataVersion.compare: stateVersion, counter, timestamp.
+ */
+nsrv_peer_seen_t nsrv_route_peer_seen(nsrv_route_t *rt, const char *cluster, const char *addr,
+                                      const nsrv_data_version_t *dv, uint64_t last_seen_ms,
+                                      uint64_t now_ms);
+
+/**
+ * A peer relays an explicit UNREGISTER_BROKER (a tombstone) that happened at
+ * event_ms on our clock. Applied only if our entry was last seen at or before
+ * event_ms: a later direct heartbeat (a broker restart) wins. Returns true if
+ * the broker was unregistered.
+ */
+bool nsrv_route_peer_unregister(nsrv_route_t *rt, const char *cluster, const char *addr,
+                                const char *name, int64_t id, uint64_t event_ms, uint64_t now_ms);
+
+/**
+ * Rebuilds the registration body a peer needs to serve routes for the broker
+ * at (cluster, addr): its group's queue data, its mapping infos and filter
+ * servers, and its data version. Strings are allocated in arena.
+ * Returns 0, or -ENOENT if there is no such live entry.
+ */
+int nsrv_route_export_body(nsrv_route_t *rt, const char *cluster, const char *addr,
+                           nsrv_arena_t *arena, nsrv_register_body_t *out);
+
+/* Orders data versions as Java's DataVersion.compare: <0, 0, >0. */
+int nsrv_data_version_cmp(const nsrv_data_version_t *a, const nsrv_data_version_t *b);

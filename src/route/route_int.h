@@ -101,6 +101,9 @@ typedef struct {
     nsrv_data_version_t dv;
     uint64_t conn_id;
     char *ha_addr;
+    char *name;        /* the registering broker's name and id, as last registered */
+    int64_t id;
+    int acting_master; /* -1 old broker, 0, 1 */
 } rt_live_t;
 
 typedef struct {
@@ -191,10 +194,13 @@ void nsrv__route_unregister(nsrv_route_t *rt, const char *cluster, const char *a
 
 /* --- route_live.c --- */
 rt_live_t *nsrv__route_live_find(const nsrv_route_t *rt, const char *cluster, const char *addr);
-/* Inserts or replaces the live entry (registerBroker step 11). */
-rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const char *cluster, const char *addr,
-                                uint64_t now_ms, int64_t timeout_ms, const nsrv_data_version_t *dv,
-                                uint64_t conn_id, const char *ha_addr);
+/* Inserts or replaces the live entry (registerBroker step 11). A direct
+ * registration (req->peer_last_seen_ms == 0) sets last_direct to now and binds
+ * the entry to req->conn_id; a peer import only raises last_seen. */
+rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const nsrv_register_req_t *req,
+                                const nsrv_data_version_t *dv, uint64_t now_ms);
+/* last_seen + timeout, saturating. */
+uint64_t nsrv__route_live_deadline(const rt_live_t *l);
 void nsrv__route_live_remove(nsrv_route_t *rt, const char *cluster, const char *addr);
 void nsrv__route_filter_set(nsrv_route_t *rt, const char *cluster, const char *addr,
                             const char *const *servers, size_t n);
@@ -208,6 +214,9 @@ void nsrv__route_live_free_all(nsrv_route_t *rt);
 /* --- route_mapping.c --- */
 void nsrv__route_mapping_put(nsrv_route_t *rt, const nsrv_mapping_info_t *m);
 const rt_mtopic_t *nsrv__route_mapping_find(const nsrv_route_t *rt, const char *topic);
+/* Copies the mapping infos of broker name bname into arena. */
+void nsrv__route_mapping_export(const nsrv_route_t *rt, const char *bname, nsrv_arena_t *arena,
+                                nsrv_mapping_info_t **out, size_t *n);
 void nsrv__route_mapping_free_all(nsrv_route_t *rt);
 
 /* --- route_encode.c --- */

@@ -110,38 +110,56 @@ rt_live_t *nsrv__route_live_find(const nsrv_route_t *rt, const char *cluster, co
     return l;
 }
 
-rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const char *cluster, const char *addr,
-                                uint64_t now_ms, int64_t timeout_ms, const nsrv_data_version_t *dv,
-                                uint64_t conn_id, const char *ha_addr) {
+rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const nsrv_register_req_t *req,
+                                const nsrv_data_version_t *dv, uint64_t now_ms) {
+    const char *cluster = req->cluster, *addr = req->broker_addr;
+    bool direct = req->peer_last_seen_ms == 0;
     rt_live_t *l = nsrv__route_live_find(rt, cluster, addr);
     if (!l) {
         l = nsrv_calloc(1, sizeof *l);
         key_init(&l->k, cluster, addr);
         HASH_ADD_KEYPTR(hh, rt->live, l->k.key, l->k.key_len, l);
-        conn_ref(rt, conn_id);
-        nsrv_log_info("ROUTE", "new broker registered '%s' in cluster '%s'", addr, cluster);
-    } else if (l->conn_id != conn_id) {
-        conn_unref(rt, l->conn_id);
-        conn_ref(rt, conn_id);
+        nsrv_log_info("ROUTE", "new broker registered '%s' in cluster '%s'%s", addr, cluster,
+                      direct ? "" : " (learned from a peer)");
     }
-    l->conn_id = conn_id;
-    l->last_direct_ms = now_ms;
-    l->last_seen_ms = now_ms;
-    l->timeout_ms = timeout_ms > 0 ? timeout_ms : NSRV_ROUTE_DEFAULT_TIMEOUT_MS;
+    if (direct) {
+        if (l->conn_id != req->conn_id) {
+            conn_unref(rt, l->conn_id);
+            conn_ref(rt, req->conn_id);
+        }
+        l->conn_id = req->conn_id;
+        l->last_direct_ms = now_ms;
+        if (now_ms > l->last_seen_ms)
+            l->last_seen_ms = now_ms;
+    } else if (req->peer_last_seen_ms > l->last_seen_ms) {
+        l->last_seen_ms = req->peer_last_seen_ms;
+    }
+    l->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : NSRV_ROUTE_DEFAULT_TIMEOUT_MS;
     l->dv = *dv;
     nsrv_free(l->ha_addr);
-    l->ha_addr = ha_addr ? nsrv_strdup(ha_addr) : NULL;
-    /* A shorter timeout can move the deadline earlier than the cached bound. */
+    l->ha_addr = req->ha_server_addr ? nsrv_strdup(req->ha_server_addr) : NULL;
+    if (!l->name || strcmp(l->name, req->broker_name) != 0) {
+        nsrv_free(l->name);
+        l->name = nsrv_strdup(req->broker_name);
+    }
+    l->id = req->broker_id;
+    l->acting_master = req->acting_master;
+    /* A shorter timeout or an older peer time can move the deadline earlier. */
     uint64_t d = live_deadline(l);
     if (d < rt->next_expiry)
         rt->next_expiry = d;
     return l;
 }
 
+uint64_t nsrv__route_live_deadline(const rt_live_t *l) {
+    return live_deadline(l);
+}
+
 static void live_free(nsrv_route_t *rt, rt_live_t *l) {
     HASH_DEL(rt->live, l);
     conn_unref(rt, l->conn_id);
     nsrv_free(l->ha_addr);
+    nsrv_free(l->name);
     nsrv_free(l->k.key);
     nsrv_free(l);
 }

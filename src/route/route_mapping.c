@@ -118,3 +118,38 @@ void nsrv__route_mapping_free_all(nsrv_route_t *rt) {
         nsrv_free(mt);
     }
 }
+
+void nsrv__route_mapping_export(const nsrv_route_t *rt, const char *bname, nsrv_arena_t *arena,
+                                nsrv_mapping_info_t **out, size_t *n) {
+    size_t count = 0;
+    for (const rt_mtopic_t *t = rt->mappings; t; t = t->hh.next) {
+        for (size_t i = 0; i < t->n; i++)
+            count += strcmp(t->maps[i].bname, bname) == 0;
+    }
+    *out = NULL;
+    *n = 0;
+    if (!count)
+        return;
+    nsrv_mapping_info_t *mi = nsrv_arena_alloc(arena, count * sizeof mi[0]);
+    for (const rt_mtopic_t *t = rt->mappings; t; t = t->hh.next) {
+        for (size_t i = 0; i < t->n; i++) {
+            const rt_mapping_t *m = &t->maps[i];
+            if (strcmp(m->bname, bname) != 0)
+                continue;
+            nsrv_mapping_info_t *d = &mi[(*n)++];
+            memset(d, 0, sizeof *d);
+            d->topic = nsrv_arena_strndup(arena, t->topic, strlen(t->topic));
+            d->bname = nsrv_arena_strndup(arena, m->bname, strlen(m->bname));
+            d->scope = m->scope ? nsrv_arena_strndup(arena, m->scope, strlen(m->scope)) : NULL;
+            d->epoch = m->epoch;
+            d->total_queues = m->total_queues;
+            d->dirty = m->dirty;
+            if (m->n_ids) {
+                d->curr_id_map = nsrv_arena_alloc(arena, m->n_ids * sizeof d->curr_id_map[0]);
+                memcpy(d->curr_id_map, m->ids, m->n_ids * sizeof d->curr_id_map[0]);
+                d->n_curr_id = m->n_ids;
+            }
+        }
+    }
+    *out = mi;
+}

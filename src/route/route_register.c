@@ -93,7 +93,14 @@ void nsrv_route_register_broker(nsrv_route_t *rt, const nsrv_register_req_t *req
      * server close the very connection this request came on, and that close
      * would then unregister the registration we are about to make).
      */
-    nsrv__route_expire_due(rt, now_ms, nsrv__route_live_find(rt, cluster, addr));
+    bool direct = req->peer_last_seen_ms == 0;
+    if (!direct) {
+        /* A pulled registration already past its timeout must not resurrect the broker. */
+        int64_t t = req->timeout_ms > 0 ? req->timeout_ms : NSRV_ROUTE_DEFAULT_TIMEOUT_MS;
+        if (req->peer_last_seen_ms + (uint64_t)t < now_ms)
+            return;
+    }
+    nsrv__route_expire_due(rt, now_ms, direct ? nsrv__route_live_find(rt, cluster, addr) : NULL);
 
     /* 1. */
     nsrv__route_cluster_add(rt, cluster, name);
@@ -202,8 +209,7 @@ void nsrv_route_register_broker(nsrv_route_t *rt, const nsrv_register_req_t *req
     }
 
     /* 11. The DataVersion compared above was the previous registration's. */
-    nsrv__route_live_put(rt, cluster, addr, now_ms, req->timeout_ms, dv, req->conn_id,
-                         req->ha_server_addr);
+    nsrv__route_live_put(rt, req, dv, now_ms);
 
     /* 12. Absent list: leave it; empty: remove; else store. */
     if (body->has_filter_servers)

@@ -38,6 +38,7 @@ typedef struct {
     size_t n_filters;
     nsrv_mapping_info_t mappings[4];
     size_t n_mappings;
+    uint64_t peer_seen; /* 0: direct registration; else a gossip import */
 } rt_reg_t;
 
 static inline void rt_reg_init(rt_reg_t *r, const char *cluster, const char *addr, const char *name,
@@ -89,6 +90,7 @@ static inline nsrv_register_result_t rt_reg_do(nsrv_route_t *rt, const rt_reg_t 
         .acting_master = r->acting,
         .body = &body,
         .conn_id = r->conn,
+        .peer_last_seen_ms = r->peer_seen,
     };
     nsrv_register_result_t res;
     nsrv_route_register_broker(rt, &req, now_ms, &res);
