@@ -67,7 +67,7 @@ static int cmp_str(const void *a, const void *b) {
 
 /* The Java body with nsrvd's documented differences, sorted by key. */
 static char *expected_default_body(bool with_home) {
-    char *lines[64];
+    char *lines[96];
     size_t n = 0;
     char *copy = nsrv_strdup(java_default_body);
     for (char *save = NULL, *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
@@ -80,6 +80,14 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "logLevel=notice";
     lines[n++] = "maxFrameLength=16777216";
     lines[n++] = "connOutputLimitBytes=4194304";
+    static const char *const nsrvd_keys[] = {
+        "statusAddress=127.0.0.1", "statusPort=0", "gossipEnable=false", "gossipNodeId=0",
+        "gossipClusterName=DefaultNsCluster", "gossipListenAddress=0.0.0.0", "gossipPort=9878",
+        "gossipPeers=", "gossipPeerKeys=", "gossipSecretKeyFile=", "gossipKeyId=1",
+        "gossipIntervalMs=5000", "gossipDeltaMs=100", "gossipMaxDatagram=1200",
+        "gossipStatePath="};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(nsrvd_keys); i++)
+        lines[n++] = (char *)nsrvd_keys[i];
     qsort(lines, n, sizeof lines[0], cmp_str);
     nsrv_buf_t b = NSRV_BUF_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -174,9 +182,10 @@ static void test_home_paths(void **state) {
 
 static void test_key_table(void **state) {
     (void)state;
-    /* 40 Java keys (§2.19) + logLevel, maxFrameLength, connOutputLimitBytes. */
-    assert_int_equal(nsrv_config_key_count(), 43);
-    assert_null(nsrv_config_key_name(43));
+    /* 40 Java keys (§2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
+     * 2 status keys and 13 gossip keys. */
+    assert_int_equal(nsrv_config_key_count(), 58);
+    assert_null(nsrv_config_key_name(58));
     assert_int_equal(nsrv_config_key_flags("kvConfigPath"), NSRV_CONFIG_PATH);
     assert_int_equal(nsrv_config_key_flags("configBlackList"), NSRV_CONFIG_NOUPDATE);
     assert_int_equal(nsrv_config_key_flags("enableAllTopicList"), NSRV_CONFIG_RUNTIME);
