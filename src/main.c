@@ -8,6 +8,7 @@
 #include "nsrv/config.h"
 #include "nsrv/log.h"
 #include "nsrv/server.h"
+#include "nsrv/status_cli.h"
 
 int main(int argc, char **argv) {
     nsrv_cli_t cli;
@@ -25,6 +26,8 @@ int main(int argc, char **argv) {
         printf("nsrvd %s (RocketMQ NameServer protocol V5_3_3)\n", NSRV_VERSION);
         return 0;
     }
+    if (cli.subcommand && strcmp(cli.subcommand, "status") == 0)
+        return nsrv_status_cli(cli.sub_argc, cli.sub_argv);
     if (cli.subcommand) {
         fprintf(stderr, "nsrvd: unknown command '%s'\n", cli.subcommand);
         nsrv_cli_usage(stderr);

@@ -143,6 +143,7 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
     if (req->flag & NSRV_FLAG_RESPONSE)
         return; /* nsrvd sends no requests that expect answers */
     bool oneway = (req->flag & NSRV_FLAG_ONEWAY) != 0;
+    srv->requests_total++;
     nsrv_cmd_t resp;
     if (srv->shutting_down && req->version > VERSION_GO_AWAY_MIN) {
         if (oneway)
@@ -171,6 +172,7 @@ static void conn_process(nsrv_conn_t *c) {
             break;
         }
         if (rc < 0) {
+            srv->bad_frames_total++;
             nsrv__conn_close(c, "bad frame length");
             return;
         }
@@ -178,6 +180,7 @@ static void conn_process(nsrv_conn_t *c) {
         nsrv_cmd_t req;
         rc = nsrv_cmd_decode(p, frame_len, &srv->arena, &req);
         if (rc < 0) {
+            srv->bad_frames_total++;
             nsrv_log_info("SERVER", "closing '%s': %s", c->peer, nsrv_strerror(rc));
             nsrv__conn_close(c, nsrv_strerror(rc));
             return;

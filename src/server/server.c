@@ -83,6 +83,7 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         srv->listener_open = false;
         uv_close((uv_handle_t *)&srv->listener, NULL);
     }
+    /* The status endpoint stays up: /health now answers 503 while we drain. */
     uv_timer_start(&srv->deadline_timer, deadline_cb,
                    (uint64_t)srv->cfg->shutdown_wait_time_seconds * 1000u, 0);
     for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
@@ -138,6 +139,7 @@ static int bind_listener(nsrv_server_t *srv) {
                          ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
                          : ntohs(((struct sockaddr_in *)&bound)->sin_port);
     /* Scripts wait for this exact line (NamesrvStartup prints it on stdout). */
+    srv->bound_port = bound_port;
     printf("The Name Server boot success. serializeType=JSON, address %s:%d\n", host, bound_port);
     fflush(stdout);
     return 0;
@@ -158,6 +160,7 @@ int nsrv_server_run(struct nsrv_config *cfg) {
     nsrv_server_t *srv = nsrv_calloc(1, sizeof *srv);
     int exit_code = 1;
     srv->cfg = cfg;
+    srv->start_ms = nsrv_now_mono_ms();
     nsrv_arena_init(&srv->arena, 16 * 1024);
     nsrv_buf_init(&srv->body);
     nsrv_buf_init(&srv->out);
@@ -183,7 +186,7 @@ int nsrv_server_run(struct nsrv_config *cfg) {
     init_signal(srv, &srv->sig_term, SIGTERM);
     init_signal(srv, &srv->sig_int, SIGINT);
     init_signal(srv, &srv->sig_hup, SIGHUP);
-    if (bind_listener(srv) != 0)
+    if (bind_listener(srv) != 0 || nsrv__status_start(srv) != 0)
         goto stop_loop;
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);

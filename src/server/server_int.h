@@ -9,10 +9,10 @@
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "nsrv/remoting.h"
+#include "nsrv/route.h"
 #include "nsrv/uthash.h"
 
 struct nsrv_config;
-typedef struct nsrv_route nsrv_route_t;
 typedef struct nsrv_kv nsrv_kv_t;
 typedef struct nsrv_processor nsrv_processor_t;
 typedef struct nsrv_server nsrv_server_t;
@@ -53,6 +53,21 @@ struct nsrv_server {
     bool shutting_down;
     bool listener_open;
     int signals_seen;
+    uint64_t start_ms;
+    int bound_port;
+    uint64_t requests_total;
+    uint64_t bad_frames_total;
+    /* Status endpoint (status.c). */
+    uv_tcp_t status_listener;
+    bool status_open;
+    size_t status_conns;
+    /* Optional hooks filled by the gossip layer for status output. */
+    void (*gossip_status)(void *ud, nsrv_buf_t *out);  /* appends a JSON value */
+    void (*gossip_metrics)(void *ud, nsrv_buf_t *out); /* appends Prometheus lines */
+    void *gossip_status_ud;
+    /* Where a broker heard only through peers was last reported from (e.g. "peer:2"). */
+    const char *(*liveness_source)(void *ud, const nsrv_route_live_info_t *li);
+    void *liveness_ud;
     /* Per-request scratch reused across requests: no allocation in steady state. */
     nsrv_arena_t arena;
     nsrv_buf_t body;
@@ -65,3 +80,6 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why);
 /* During shutdown: closes c once it has no partial request and nothing left to write. */
 void nsrv__conn_maybe_finish(nsrv_conn_t *c);
 void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id);
+
+/* status.c: binds the status endpoint when statusPort != 0. Returns 0 or a uv error. */
+int nsrv__status_start(nsrv_server_t *srv);

@@ -1,0 +1,99 @@
+"""The HTTP status endpoint (/health, /status, /metrics) and the `nsrvd status` CLI."""
+
+import json
+import signal
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from nsrv_check import register_ok, wait_until
+from nsrvd_proc import free_port, scaled
+from rmq import Broker, NamesrvClient, TopicConfig
+
+T = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 4, 4, 6)]
+
+
+@pytest.fixture
+def status_node(nsrvd_factory):
+    port = free_port()
+    node = nsrvd_factory({"shutdownWaitTimeSeconds": 3, "statusPort": port, "statusAddress": "127.0.0.1"})
+    node.status_port = port
+    return node
+
+
+def get(node, path):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{node.status_port}{path}", timeout=scaled(5)) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_status_lists_direct_brokers(status_node, connect):
+    bconn = connect(status_node)
+    b = Broker(name="broker-a", addr="127.0.0.1:10911")
+    register_ok(NamesrvClient(bconn), b, T)
+    code, body = get(status_node, "/status")
+    assert code == 200
+    st = json.loads(body)
+    assert st["node"]["listenPort"] == status_node.port
+    assert st["node"]["requestsTotal"] >= 1
+    assert st["route"]["brokers"] == 1
+    [br] = st["brokers"]
+    assert (br["cluster"], br["brokerName"], br["brokerId"], br["brokerAddr"]) == (
+        "DefaultCluster", "broker-a", 0, "127.0.0.1:10911")
+    assert br["source"] == "direct" and br["connected"] is True
+    assert 0 <= br["lastDirectAgeMs"] < 5000 and br["timeoutMs"] == 120000
+    bconn.close()
+    wait_until(lambda: json.loads(get(status_node, "/status")[1])["brokers"] == [], scaled(2),
+               msg="broker still listed after its connection closed")
+
+
+def test_health_and_metrics(status_node, connect):
+    assert get(status_node, "/health") == (200, "ok\n")
+    register_ok(NamesrvClient(connect(status_node)), Broker(), T)
+    code, text = get(status_node, "/metrics")
+    assert code == 200
+    metrics = dict(line.split(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    assert metrics["nsrvd_brokers"] == "1"
+    assert int(metrics["nsrvd_requests_total"]) >= 1
+    assert get(status_node, "/nope")[0] == 404
+
+
+def test_bad_http_requests_get_400_and_server_survives(status_node):
+    for raw in (b"\x16\x03\x01\x00\x00\n\n", b"get / HTTP/1.1\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"A" * 8192):
+        with socket.create_connection(("127.0.0.1", status_node.status_port), timeout=scaled(5)) as s:
+            s.sendall(raw)
+            s.shutdown(socket.SHUT_WR)
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+            assert data.startswith(b"HTTP/1.1 400"), (raw[:20], data[:60])
+    assert get(status_node, "/health")[0] == 200
+
+
+def test_status_cli(status_node, connect, nsrvd_bin):
+    register_ok(NamesrvClient(connect(status_node)), Broker(name="broker-cli", addr="127.0.0.1:10999"), T)
+    out = subprocess.run([nsrvd_bin, "status", f"127.0.0.1:{status_node.status_port}"],
+                         capture_output=True, text=True, timeout=scaled(10))
+    assert out.returncode == 0, out.stderr
+    assert "broker-cli" in out.stdout and "127.0.0.1:10999" in out.stdout and "direct" in out.stdout
+    out = subprocess.run([nsrvd_bin, "status", "--json", f"127.0.0.1:{status_node.status_port}"],
+                         capture_output=True, text=True, timeout=scaled(10))
+    assert json.loads(out.stdout)["brokers"][0]["brokerName"] == "broker-cli"
+    bad = subprocess.run([nsrvd_bin, "status", f"127.0.0.1:{free_port()}"], capture_output=True, text=True,
+                         timeout=scaled(10))
+    assert bad.returncode != 0 and "cannot connect" in bad.stderr
+
+
+def test_health_reports_shutdown(status_node, connect):
+    conn = connect(status_node)  # an open connection keeps the node draining briefly
+    conn.sock.sendall(b"\x00\x00")  # half a frame: the node waits for the rest
+    status_node.signal(signal.SIGTERM)
+    wait_until(lambda: get(status_node, "/health")[0] == 503, scaled(2), msg="health did not turn 503")
+    conn.close()
+    status_node._stopped_by_test = True
+    assert status_node.wait(scaled(5)) == 0

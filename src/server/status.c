@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP status endpoint (statusAddress:statusPort): GET /health, /status
+ * (JSON: node, route table, every live broker and where its liveness comes
+ * from, gossip peers) and /metrics (Prometheus text). One request per
+ * connection; the reply is written and the connection closed. Loop thread.
+ */
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/config.h"
+#include "nsrv/http.h"
+#include "nsrv/json.h"
+#include "nsrv/log.h"
+#include "nsrv/route.h"
+#include "server_int.h"
+
+/* Enough for monitoring; more concurrent status clients are refused. */
+#define STATUS_MAX_CONNS 32
+
+typedef struct {
+    uv_tcp_t tcp;
+    nsrv_server_t *srv;
+    char in[NSRV_HTTP_MAX_REQUEST];
+    size_t len;
+    bool done;
+} status_conn_t;
+
+typedef struct {
+    uv_write_t req;
+    status_conn_t *conn;
+    char *data;
+} status_write_t;
+
+static void status_close_cb(uv_handle_t *h) {
+    status_conn_t *c = (status_conn_t *)h;
+    c->srv->status_conns--;
+    nsrv_free(c);
+}
+
+static void status_close(status_conn_t *c) {
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, status_close_cb);
+}
+
+static void status_write_cb(uv_write_t *req, int status) {
+    (void)status;
+    status_write_t *w = (status_write_t *)req;
+    status_close(w->conn);
+    nsrv_free(w->data);
+    nsrv_free(w);
+}
+
+static void respond(status_conn_t *c, int code, const char *reason, const char *ctype,
+                    nsrv_buf_t *body) {
+    nsrv_buf_t out = NSRV_BUF_INIT;
+    nsrv_buf_printf(&out,
+                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                    "Connection: close\r\n\r\n",
+                    code, reason, ctype, body ? body->len : 0);
+    if (body && body->len)
+        nsrv_buf_append(&out, body->data, body->len);
+    status_write_t *w = nsrv_calloc(1, sizeof *w);
+    w->conn = c;
+    size_t len;
+    w->data = nsrv_buf_steal(&out, &len);
+    uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
+    c->done = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, status_write_cb) != 0) {
+        nsrv_free(w->data);
+        nsrv_free(w);
+        status_close(c);
+    }
+}
+
+static void json_kv_str(nsrv_buf_t *b, const char *key, const char *val) {
+    nsrv_buf_printf(b, "\"%s\":", key);
+    if (val)
+        nsrv_json_write_str(b, val, strlen(val), NSRV_JSON_ESC_DEFAULT);
+    else
+        nsrv_buf_append_c(b, "null");
+}
+
+typedef struct {
+    nsrv_buf_t *out;
+    uint64_t now;
+    size_t n;
+    nsrv_server_t *srv;
+} broker_walk_t;
+
+static void broker_json_cb(void *ud, const nsrv_route_live_info_t *li) {
+    broker_walk_t *w = ud;
+    nsrv_buf_t *b = w->out;
+    if (w->n++)
+        nsrv_buf_append_ch(b, ',');
+    nsrv_buf_append_ch(b, '{');
+    json_kv_str(b, "cluster", li->cluster);
+    nsrv_buf_append_ch(b, ',');
+    json_kv_str(b, "brokerName", li->broker_name);
+    nsrv_buf_printf(b, ",\"brokerId\":%" PRId64 ",", li->broker_id);
+    json_kv_str(b, "brokerAddr", li->broker_addr);
+    nsrv_buf_append_ch(b, ',');
+    const char *via = w->srv->liveness_source ? w->srv->liveness_source(w->srv->liveness_ud, li)
+                                              : NULL;
+    json_kv_str(b, "source", li->last_direct_ms ? "direct" : via ? via : "peer");
+    if (li->last_direct_ms)
+        nsrv_buf_printf(b, ",\"lastDirectAgeMs\":%" PRIu64, w->now - li->last_direct_ms);
+    else
+        nsrv_buf_append_c(b, ",\"lastDirectAgeMs\":null");
+    nsrv_buf_printf(b,
+                    ",\"lastSeenAgeMs\":%" PRIu64 ",\"timeoutMs\":%" PRId64
+                    ",\"connected\":%s,\"dataVersion\":{\"counter\":%" PRId64
+                    ",\"stateVersion\":%" PRId64 ",\"timestamp\":%" PRId64 "}}",
+                    w->now >= li->last_seen_ms ? w->now - li->last_seen_ms : 0, li->timeout_ms,
+                    li->conn_id ? "true" : "false", li->data_version.counter,
+                    li->data_version.state_version, li->data_version.timestamp);
+}
+
+static void build_status(nsrv_server_t *srv, nsrv_buf_t *b) {
+    uint64_t now = nsrv_now_mono_ms();
+    nsrv_route_stats_t rs;
+    nsrv_route_get_stats(srv->rt, &rs);
+    nsrv_buf_printf(b,
+                    "{\"node\":{\"version\":\"%s\",\"pid\":%d,\"uptimeMs\":%" PRIu64
+                    ",\"listenPort\":%d,\"connections\":%zu,\"shuttingDown\":%s,"
+                    "\"requestsTotal\":%" PRIu64 ",\"badFramesTotal\":%" PRIu64 "},",
+                    NSRV_VERSION, (int)getpid(), now - srv->start_ms, srv->bound_port,
+                    srv->n_conns, srv->shutting_down ? "true" : "false", srv->requests_total,
+                    srv->bad_frames_total);
+    nsrv_buf_printf(b,
+                    "\"route\":{\"brokers\":%zu,\"routeCacheHits\":%" PRIu64
+                    ",\"routeCacheBuilds\":%" PRIu64 ",\"expirePasses\":%" PRIu64
+                    ",\"brokersExpired\":%" PRIu64 "},\"brokers\":[",
+                    nsrv_route_broker_count(srv->rt), rs.route_cache_hits,
+                    rs.route_cache_builds, rs.expire_passes, rs.brokers_expired);
+    broker_walk_t w = {b, now, 0, srv};
+    nsrv_route_foreach_live(srv->rt, now, broker_json_cb, &w);
+    nsrv_buf_append_c(b, "]");
+    if (srv->gossip_status) {
+        nsrv_buf_append_c(b, ",\"gossip\":");
+        srv->gossip_status(srv->gossip_status_ud, b);
+    }
+    nsrv_buf_append_c(b, "}\n");
+}
+
+static void build_metrics(nsrv_server_t *srv, nsrv_buf_t *b) {
+    nsrv_route_stats_t rs;
+    nsrv_route_get_stats(srv->rt, &rs);
+    nsrv_buf_printf(b,
+                    "# TYPE nsrvd_connections gauge\nnsrvd_connections %zu\n"
+                    "# TYPE nsrvd_brokers gauge\nnsrvd_brokers %zu\n"
+                    "# TYPE nsrvd_requests_total counter\nnsrvd_requests_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_bad_frames_total counter\nnsrvd_bad_frames_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_route_cache_hits_total counter\n"
+                    "nsrvd_route_cache_hits_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_route_cache_builds_total counter\n"
+                    "nsrvd_route_cache_builds_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_brokers_expired_total counter\n"
+                    "nsrvd_brokers_expired_total %" PRIu64 "\n",
+                    srv->n_conns, nsrv_route_broker_count(srv->rt), srv->requests_total,
+                    srv->bad_frames_total, rs.route_cache_hits, rs.route_cache_builds,
+                    rs.brokers_expired);
+    if (srv->gossip_metrics)
+        srv->gossip_metrics(srv->gossip_status_ud, b);
+}
+
+static bool path_is(const nsrv_http_req_t *r, const char *p) {
+    return r->path_len == strlen(p) && memcmp(r->path, p, r->path_len) == 0;
+}
+
+static void handle(status_conn_t *c, const nsrv_http_req_t *r) {
+    nsrv_server_t *srv = c->srv;
+    nsrv_buf_t body = NSRV_BUF_INIT;
+    if (!(r->method_len == 3 && memcmp(r->method, "GET", 3) == 0)) {
+        nsrv_buf_append_c(&body, "only GET\n");
+        respond(c, 405, "Method Not Allowed", "text/plain", &body);
+    } else if (path_is(r, "/health")) {
+        nsrv_buf_append_c(&body, srv->shutting_down ? "shutting down\n" : "ok\n");
+        respond(c, srv->shutting_down ? 503 : 200,
+                srv->shutting_down ? "Service Unavailable" : "OK", "text/plain", &body);
+    } else if (path_is(r, "/status")) {
+        build_status(srv, &body);
+        respond(c, 200, "OK", "application/json", &body);
+    } else if (path_is(r, "/metrics")) {
+        build_metrics(srv, &body);
+        respond(c, 200, "OK", "text/plain; version=0.0.4", &body);
+    } else {
+        nsrv_buf_append_c(&body, "not found: try /health, /status or /metrics\n");
+        respond(c, 404, "Not Found", "text/plain", &body);
+    }
+    nsrv_buf_deinit(&body);
+}
+
+static void status_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    status_conn_t *c = (status_conn_t *)h;
+    *buf = uv_buf_init(c->in + c->len, (unsigned)(sizeof c->in - c->len));
+}
+
+static void status_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    (void)buf;
+    status_conn_t *c = (status_conn_t *)s;
+    if (c->done)
+        return;
+    if (nread < 0) {
+        status_close(c);
+        return;
+    }
+    c->len += (size_t)nread;
+    nsrv_http_req_t r;
+    int rc = nsrv_http_parse_request(c->in, c->len, &r);
+    if (rc == NSRV_AGAIN && c->len < sizeof c->in)
+        return;
+    if (rc != 0) {
+        nsrv_buf_t body = NSRV_BUF_INIT;
+        nsrv_buf_append_c(&body, "bad request\n");
+        respond(c, 400, "Bad Request", "text/plain", &body);
+        nsrv_buf_deinit(&body);
+        return;
+    }
+    handle(c, &r);
+}
+
+static void status_listener_cb(uv_stream_t *s, int status) {
+    nsrv_server_t *srv = s->data;
+    if (status < 0)
+        return;
+    status_conn_t *c = nsrv_calloc(1, sizeof *c);
+    uv_tcp_init(&srv->loop, &c->tcp);
+    c->srv = srv;
+    srv->status_conns++;
+    if (uv_accept(s, (uv_stream_t *)&c->tcp) != 0 || srv->status_conns > STATUS_MAX_CONNS) {
+        status_close(c);
+        return;
+    }
+    uv_read_start((uv_stream_t *)&c->tcp, status_alloc_cb, status_read_cb);
+}
+
+int nsrv__status_start(nsrv_server_t *srv) {
+    const nsrv_config_t *cfg = srv->cfg;
+    if (cfg->status_port == 0)
+        return 0;
+    struct sockaddr_storage addr;
+    const char *host = cfg->status_address;
+    int rc = strchr(host, ':') ? uv_ip6_addr(host, cfg->status_port, (struct sockaddr_in6 *)&addr)
+                               : uv_ip4_addr(host, cfg->status_port, (struct sockaddr_in *)&addr);
+    uv_tcp_init(&srv->loop, &srv->status_listener);
+    srv->status_listener.data = srv;
+    if (rc == 0)
+        rc = uv_tcp_bind(&srv->status_listener, (const struct sockaddr *)&addr, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&srv->status_listener, 64, status_listener_cb);
+    if (rc != 0) {
+        nsrv_log_error("SERVER", "cannot listen for status on %s:%d: %s", host, cfg->status_port,
+                       uv_strerror(rc));
+        return rc;
+    }
+    srv->status_open = true;
+    nsrv_log_notice("SERVER", "status endpoint on http://%s:%d/status", host, cfg->status_port);
+    return 0;
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `nsrvd status [-c FILE | HOST:PORT] [--json]`: asks a node's status
+ * endpoint and prints its view (node, brokers and where their liveness comes
+ * from, gossip peers) as a table, or the raw JSON.
+ */
+#include "nsrv/status_cli.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "nsrv/arena.h"
+#include "nsrv/buf.h"
+#include "nsrv/config.h"
+#include "nsrv/json.h"
+
+/* The status JSON of a big node is well under this; a cap keeps a bad peer harmless. */
+#define STATUS_MAX_REPLY (64u << 20)
+
+static int fetch(const char *host, const char *port, nsrv_buf_t *reply, char *err, size_t errlen) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s:%s: %s", host, port, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        snprintf(err, errlen, "cannot connect to %s:%s: %s", host, port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    const char req[] = "GET /status HTTP/1.0\r\n\r\n";
+    if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+        snprintf(err, errlen, "write: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0 && reply->len < STATUS_MAX_REPLY)
+        nsrv_buf_append(reply, buf, (size_t)n);
+    close(fd);
+    if (n < 0) {
+        snprintf(err, errlen, "read: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static const char *str_of(const nsrv_json_t *o, const char *key) {
+    const char *s = nsrv_json_as_str(nsrv_json_get(o, key), NULL);
+    return s ? s : "-";
+}
+
+static void print_table(const nsrv_json_t *root) {
+    const nsrv_json_t *node = nsrv_json_get(root, "node");
+    printf("node      version %s, pid %s, up %s ms, port %s, %s connection(s)%s\n",
+           str_of(node, "version"), str_of(node, "pid"), str_of(node, "uptimeMs"),
+           str_of(node, "listenPort"), str_of(node, "connections"),
+           strcmp(str_of(node, "shuttingDown"), "true") == 0 ? ", SHUTTING DOWN" : "");
+    const nsrv_json_t *gossip = nsrv_json_get(root, "gossip");
+    if (gossip && gossip->type == NSRV_JSON_OBJECT) {
+        printf("gossip    node %s, cluster %s, incarnation %s\n", str_of(gossip, "nodeId"),
+               str_of(gossip, "cluster"), str_of(gossip, "incarnation"));
+        const nsrv_json_t *peers = nsrv_json_get(gossip, "peers");
+        printf("%-6s %-22s %-14s %-8s %-10s %-10s %s\n", "PEER", "ADDRESS", "INCARNATION",
+               "KEY", "LAST(ms)", "ACCEPTED", "REJECTED");
+        for (const nsrv_json_t *p = peers ? peers->child : NULL; p; p = p->next) {
+            printf("%-6s %-22s %-14s %-8s %-10s %-10s ", str_of(p, "id"), str_of(p, "addr"),
+                   str_of(p, "incarnation"), str_of(p, "keyId"), str_of(p, "lastValidAgeMs"),
+                   str_of(p, "accepted"));
+            const nsrv_json_t *rej = nsrv_json_get(p, "rejected");
+            bool any = false;
+            for (const nsrv_json_t *r = rej ? rej->child : NULL; r; r = r->next) {
+                printf("%s%s=%s", any ? "," : "", r->key, nsrv_json_as_str(r, NULL));
+                any = true;
+            }
+            printf("%s\n", any ? "" : "-");
+        }
+    }
+    const nsrv_json_t *brokers = nsrv_json_get(root, "brokers");
+    printf("%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", "CLUSTER", "BROKER", "ID", "ADDRESS",
+           "SOURCE", "DIRECT(ms)", "SEEN(ms)");
+    for (const nsrv_json_t *b = brokers ? brokers->child : NULL; b; b = b->next) {
+        printf("%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", str_of(b, "cluster"),
+               str_of(b, "brokerName"), str_of(b, "brokerId"), str_of(b, "brokerAddr"),
+               str_of(b, "source"), str_of(b, "lastDirectAgeMs"), str_of(b, "lastSeenAgeMs"));
+    }
+}
+
+void nsrv_status_cli_usage(FILE *f) {
+    fprintf(f, "usage: nsrvd status [-c FILE | HOST:PORT] [--json]\n"
+               "  asks a node's status endpoint (statusAddress:statusPort of FILE, default\n"
+               "  127.0.0.1:9877) and prints its view of peers and brokers\n");
+}
+
+int nsrv_status_cli(int argc, char **argv) {
+    const char *target = NULL, *file = NULL;
+    bool json = false;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "-c") == 0 && i + 1 < argc)
+            file = argv[++i];
+        else if (argv[i][0] != '-' && !target)
+            target = argv[i];
+        else {
+            nsrv_status_cli_usage(stderr);
+            return 1;
+        }
+    }
+    char host[256] = "127.0.0.1", port[16] = "9877", err[512] = "";
+    if (file) {
+        nsrv_config_t cfg;
+        nsrv_config_init_defaults(&cfg);
+        if (nsrv_config_load_file(&cfg, file, err, sizeof err) != 0) {
+            fprintf(stderr, "nsrvd status: %s\n", err);
+            nsrv_config_free(&cfg);
+            return 1;
+        }
+        if (cfg.status_port == 0) {
+            fprintf(stderr, "nsrvd status: statusPort is 0 (off) in %s\n", file);
+            nsrv_config_free(&cfg);
+            return 1;
+        }
+        snprintf(host, sizeof host, "%s", cfg.status_address);
+        snprintf(port, sizeof port, "%d", cfg.status_port);
+        nsrv_config_free(&cfg);
+    } else if (target) {
+        const char *colon = strrchr(target, ':');
+        if (!colon || colon == target) {
+            nsrv_status_cli_usage(stderr);
+            return 1;
+        }
+        snprintf(host, sizeof host, "%.*s", (int)(colon - target), target);
+        snprintf(port, sizeof port, "%s", colon + 1);
+    }
+    nsrv_buf_t reply = NSRV_BUF_INIT;
+    if (fetch(host, port, &reply, err, sizeof err) != 0) {
+        fprintf(stderr, "nsrvd status: %s\n", err);
+        nsrv_buf_deinit(&reply);
+        return 1;
+    }
+    const char *body = reply.data ? strstr(reply.data, "\r\n\r\n") : NULL;
+    if (!body || strncmp(reply.data, "HTTP/1.1 200", 12) != 0) {
+        fprintf(stderr, "nsrvd status: unexpected reply from %s:%s\n", host, port);
+        nsrv_buf_deinit(&reply);
+        return 1;
+    }
+    body += 4;
+    int rc = 0;
+    if (json) {
+        fputs(body, stdout);
+    } else {
+        nsrv_arena_t arena;
+        nsrv_arena_init(&arena, 64 * 1024);
+        nsrv_json_t *root = NULL;
+        if (nsrv_json_parse(&arena, body, strlen(body), &root, err, sizeof err) != 0) {
+            fprintf(stderr, "nsrvd status: bad JSON from %s:%s: %s\n", host, port, err);
+            rc = 1;
+        } else {
+            print_table(root);
+        }
+        nsrv_arena_deinit(&arena);
+    }
+    nsrv_buf_deinit(&reply);
+    return rc;
+}
