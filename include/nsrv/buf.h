@@ -16,7 +16,8 @@ typedef struct {
     size_t cap;
 } nsrv_buf_t;
 
-#define NSRV_BUF_INIT {NULL, 0, 0}
+#define NSRV_BUF_INIT                                                                              \
+    { NULL, 0, 0 }
 
 void nsrv_buf_init(nsrv_buf_t *b);
 void nsrv_buf_deinit(nsrv_buf_t *b);

@@ -9,8 +9,8 @@
  *   peer         a configured remote node: id, address, public keys
  *   incarnation  the peer's src_inc; rises on every restart (persisted)
  *   window       256-bit replay bitmap over seq, per (peer, incarnation)
- *   offset       sliding minimum of (local recv mono - src_mono_ms); maps
- *                the sender's clock onto ours for ages
+ *   offset       sliding minimum of (local recv mono - src_mono_ms), rising
+ *                at most 1 ms/s; maps the sender's clock onto ours for ages
  */
 #pragma once
 
@@ -31,6 +31,8 @@
 /* The clock offset is the minimum over 4 buckets of 15 s (the last 45-60 s). */
 #define NSRV_GOSSIP_OFF_BUCKET_MS 15000
 #define NSRV_GOSSIP_OFF_BUCKETS 4
+/* ... and it rises toward that minimum by at most 1 ms per second of local time. */
+#define NSRV_GOSSIP_OFF_RISE_PPM 1000
 
 typedef struct nsrv_gossip_peers nsrv_gossip_peers_t;
 typedef struct nsrv_gossip_peer nsrv_gossip_peer_t;

@@ -236,7 +236,7 @@ void nsrv_route_get_stats(const nsrv_route_t *rt, nsrv_route_stats_t *out);
 /* One live entry, borrowed; valid until the next call into rt. */
 typedef struct {
     const char *cluster, *broker_name, *broker_addr, *ha_server_addr; /* ha may be NULL */
-    const char *zone_name;                                             /* NULL if unset */
+    const char *zone_name;                                            /* NULL if unset */
     int64_t broker_id;
     int acting_master; /* as registered: -1 old broker, 0, 1 */
     int64_t timeout_ms;
@@ -251,8 +251,8 @@ void nsrv_route_foreach_live(nsrv_route_t *rt, uint64_t now_ms,
                              void (*cb)(void *ud, const nsrv_route_live_info_t *info), void *ud);
 
 /** Looks up one live entry; false if absent or expired. */
-bool nsrv_route_live_info(nsrv_route_t *rt, const char *cluster, const char *addr,
-                          uint64_t now_ms, nsrv_route_live_info_t *out);
+bool nsrv_route_live_info(nsrv_route_t *rt, const char *cluster, const char *addr, uint64_t now_ms,
+                          nsrv_route_live_info_t *out);
 
 typedef enum {
     NSRV_PEER_SEEN_UNKNOWN = -1, /* no live entry: pull the registration */

@@ -174,8 +174,8 @@ static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
 }
 
 static bool is_ident_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '$' || c == '-' || c == '.' || c == '+';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '$' || c == '-' || c == '.' || c == '+';
 }
 
 /* fastjson writes Map<Integer,..> keys bare ({0:"a"}); it also accepts bare identifiers. */
@@ -447,8 +447,12 @@ const char *nsrv_json_as_str(const nsrv_json_t *v, size_t *len) {
 static const char hexdig[] = "0123456789ABCDEF";
 
 static void put_u_escape(nsrv_buf_t *out, unsigned cp) {
-    char e[6] = {'\\', 'u', hexdig[(cp >> 12) & 15], hexdig[(cp >> 8) & 15],
-                 hexdig[(cp >> 4) & 15], hexdig[cp & 15]};
+    char e[6] = {'\\',
+                 'u',
+                 hexdig[(cp >> 12) & 15],
+                 hexdig[(cp >> 8) & 15],
+                 hexdig[(cp >> 4) & 15],
+                 hexdig[cp & 15]};
     nsrv_buf_append(out, e, 6);
 }
 

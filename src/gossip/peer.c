@@ -36,6 +36,8 @@ struct nsrv_gossip_peer {
     off_bucket_t buckets[NSRV_GOSSIP_OFF_BUCKETS];
     bool has_off;
     int64_t off;
+    int64_t off_anchor;   /* off when it last met the window minimum */
+    int64_t off_anchor_t; /* local mono of that moment */
 
     uint64_t last_valid_mono;
     uint8_t last_key_id;
@@ -289,8 +291,29 @@ static void offset_sample(nsrv_gossip_peer_t *p, uint64_t now_mono, uint64_t src
             m = c->min;
         any = true;
     }
+    /*
+     * Falls at once, rises toward the window minimum no faster than
+     * NSRV_GOSSIP_OFF_RISE_PPM. Without the cap, a peer silent for a minute
+     * (or whose packets an attacker held back) would have its offset set by
+     * the next, possibly delayed, packet: a delay of up to the 30 s freshness
+     * window would become 30 s of extra liveness. Real drift is ~100 ppm.
+     */
+    if (!p->has_off || m <= p->off) {
+        p->off = m;
+        p->off_anchor = m;
+        p->off_anchor_t = now;
+    } else {
+        int64_t ceiling =
+            p->off_anchor + (now - p->off_anchor_t) * NSRV_GOSSIP_OFF_RISE_PPM / 1000000;
+        if (m <= ceiling) {
+            p->off = m;
+            p->off_anchor = m;
+            p->off_anchor_t = now;
+        } else {
+            p->off = ceiling;
+        }
+    }
     p->has_off = true;
-    p->off = m;
 }
 
 uint64_t nsrv_gossip_peer_last_seen(const nsrv_gossip_peer_t *p, uint64_t src_mono_ms,

@@ -27,9 +27,12 @@ void nsrv_log_write(int level, const char *group, const char *fmt, ...) {
     gmtime_r(&tv.tv_sec, &tm);
     char line[2048];
     int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %d %-6s [%s] ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (long)(tv.tv_usec / 1000), (int)getpid(),
-                     level_names[level < 0 ? 0 : level > 4 ? 4 : level], group);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (long)(tv.tv_usec / 1000), (int)getpid(),
+                     level_names[level < 0   ? 0
+                                 : level > 4 ? 4
+                                             : level],
+                     group);
     va_list ap;
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof line)

@@ -39,8 +39,9 @@ void proc_register_broker(proc_ctx_t *ctx) {
     const char *cluster, *addr, *name;
     if (!broker_identity(ctx, &cluster, &addr, &name)) {
         /* Java swallows the NPE and answers SUCCESS without registering; say what is wrong. */
-        proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR,
-                      "register broker failed: brokerName, brokerAddr and clusterName are required");
+        proc_set_code(
+            ctx, NSRV_RESP_SYSTEM_ERROR,
+            "register broker failed: brokerName, brokerAddr and clusterName are required");
         return;
     }
     nsrv_register_body_t body;
@@ -92,18 +93,18 @@ void proc_unregister_broker(proc_ctx_t *ctx) {
 }
 
 static void encode_data_version(const nsrv_data_version_t *dv, nsrv_buf_t *out) {
-    nsrv_buf_printf(out, "{\"counter\":%" PRId64 ",\"stateVersion\":%" PRId64
-                    ",\"timestamp\":%" PRId64 "}",
-                    dv->counter, dv->state_version, dv->timestamp);
+    nsrv_buf_printf(
+        out, "{\"counter\":%" PRId64 ",\"stateVersion\":%" PRId64 ",\"timestamp\":%" PRId64 "}",
+        dv->counter, dv->state_version, dv->timestamp);
 }
 
 void proc_query_data_version(proc_ctx_t *ctx) {
     const char *cluster = proc_ext(ctx, "clusterName");
     const char *addr = proc_ext(ctx, "brokerAddr");
     nsrv_data_version_t incoming, stored;
-    bool has_incoming = ctx->req->body_len > 0 &&
-                        nsrv_data_version_decode(ctx->req->body, ctx->req->body_len, ctx->arena,
-                                                 &incoming) == 0;
+    bool has_incoming =
+        ctx->req->body_len > 0 &&
+        nsrv_data_version_decode(ctx->req->body, ctx->req->body_len, ctx->arena, &incoming) == 0;
     bool has_stored = false;
     bool changed = true;
     if (cluster && addr)

@@ -17,8 +17,8 @@ void nsrv__processor_apply_route_opts(nsrv_processor_t *p) {
 
 void proc_update_config(proc_ctx_t *ctx) {
     nsrv_buf_t remark = NSRV_BUF_INIT;
-    int rc = nsrv_config_update(ctx->p->cfg, (const char *)ctx->req->body, ctx->req->body_len,
-                                &remark);
+    int rc =
+        nsrv_config_update(ctx->p->cfg, (const char *)ctx->req->body, ctx->req->body_len, &remark);
     switch (rc) {
     case NSRV_CONFIG_UPDATE_OK:
         break;

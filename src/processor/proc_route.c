@@ -34,10 +34,10 @@ void proc_get_route_info(proc_ctx_t *ctx) {
         return;
     }
     const char *topic = proc_ext(ctx, "topic");
-    nsrv_route_json_t mode = (ctx->req->version >= VERSION_STANDARD_JSON ||
-                              proc_ext_true(ctx, "acceptStandardJsonOnly"))
-                                 ? NSRV_ROUTE_JSON_STANDARD
-                                 : NSRV_ROUTE_JSON_DEFAULT;
+    nsrv_route_json_t mode =
+        (ctx->req->version >= VERSION_STANDARD_JSON || proc_ext_true(ctx, "acceptStandardJsonOnly"))
+            ? NSRV_ROUTE_JSON_STANDARD
+            : NSRV_ROUTE_JSON_DEFAULT;
     const char *order_conf = NULL;
     if (topic && cfg->order_message_enable)
         order_conf = nsrv_kv_get(ctx->p->kv, ORDER_TOPIC_NS, topic);

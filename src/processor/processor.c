@@ -84,8 +84,8 @@ void nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t 
         return;
     }
     /* 5.x answers unknown codes (4.9.x stays silent); note the leading space. */
-    proc_set_remarkf(&ctx, NSRV_RESP_REQUEST_CODE_NOT_SUPPORTED, " request type %" PRId32
-                     " not supported", req->code);
+    proc_set_remarkf(&ctx, NSRV_RESP_REQUEST_CODE_NOT_SUPPORTED,
+                     " request type %" PRId32 " not supported", req->code);
 }
 
 const char *proc_ext(const proc_ctx_t *ctx, const char *key) {

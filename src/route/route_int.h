@@ -101,7 +101,7 @@ typedef struct {
     nsrv_data_version_t dv;
     uint64_t conn_id;
     char *ha_addr;
-    char *name;        /* the registering broker's name and id, as last registered */
+    char *name; /* the registering broker's name and id, as last registered */
     int64_t id;
     int acting_master; /* -1 old broker, 0, 1 */
 } rt_live_t;

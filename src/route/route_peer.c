@@ -50,8 +50,8 @@ void nsrv_route_foreach_live(nsrv_route_t *rt, uint64_t now_ms,
     }
 }
 
-bool nsrv_route_live_info(nsrv_route_t *rt, const char *cluster, const char *addr,
-                          uint64_t now_ms, nsrv_route_live_info_t *out) {
+bool nsrv_route_live_info(nsrv_route_t *rt, const char *cluster, const char *addr, uint64_t now_ms,
+                          nsrv_route_live_info_t *out) {
     nsrv__route_expire_due(rt, now_ms, NULL);
     const rt_live_t *l = nsrv__route_live_find(rt, cluster, addr);
     if (!l)
@@ -112,8 +112,8 @@ int nsrv_route_export_body(nsrv_route_t *rt, const char *cluster, const char *ad
     if (f && f->n) {
         out->filter_servers = nsrv_arena_alloc(arena, f->n * sizeof out->filter_servers[0]);
         for (size_t i = 0; i < f->n; i++)
-            out->filter_servers[i] = nsrv_arena_strndup(arena, f->servers[i],
-                                                        strlen(f->servers[i]));
+            out->filter_servers[i] =
+                nsrv_arena_strndup(arena, f->servers[i], strlen(f->servers[i]));
         out->n_filter_servers = f->n;
     }
     return 0;

@@ -43,7 +43,8 @@ int nsrv_http_parse_request(const char *buf, size_t len, nsrv_http_req_t *out) {
     if (i == path_start || i >= scan || buf[i] != ' ' || buf[path_start] != '/')
         return -EPROTO;
     size_t path_end = i++;
-    if (scan - i < 8 || memcmp(buf + i, "HTTP/1.", 7) != 0 || (buf[i + 7] != '0' && buf[i + 7] != '1'))
+    if (scan - i < 8 || memcmp(buf + i, "HTTP/1.", 7) != 0 ||
+        (buf[i + 7] != '0' && buf[i + 7] != '1'))
         return -EPROTO;
     i += 8;
     if (i < scan && buf[i] == '\r')

@@ -65,8 +65,7 @@ static void listener_cb(uv_stream_t *s, int status) {
 
 static void deadline_cb(uv_timer_t *t) {
     nsrv_server_t *srv = t->data;
-    nsrv_log_warn("SERVER", "shutdown wait over: closing %zu connection(s) by force",
-                  srv->n_conns);
+    nsrv_log_warn("SERVER", "shutdown wait over: closing %zu connection(s) by force", srv->n_conns);
     for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
         next = c->next;
         nsrv__conn_close(c, "shutdown deadline");
@@ -116,17 +115,15 @@ static void close_walk_cb(uv_handle_t *h, void *arg) {
 
 static int bind_listener(nsrv_server_t *srv) {
     struct sockaddr_storage addr;
-    const char *host = srv->cfg->bind_address && *srv->cfg->bind_address
-                           ? srv->cfg->bind_address
-                           : "0.0.0.0";
+    const char *host =
+        srv->cfg->bind_address && *srv->cfg->bind_address ? srv->cfg->bind_address : "0.0.0.0";
     int port = srv->cfg->listen_port;
     int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
                                : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
     if (rc == 0)
         rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&addr, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&srv->listener, srv->cfg->server_socket_backlog,
-                       listener_cb);
+        rc = uv_listen((uv_stream_t *)&srv->listener, srv->cfg->server_socket_backlog, listener_cb);
     if (rc != 0) {
         nsrv_log_error("SERVER", "cannot listen on %s:%d: %s", host, port, uv_strerror(rc));
         return rc;
@@ -135,9 +132,8 @@ static int bind_listener(nsrv_server_t *srv) {
     struct sockaddr_storage bound;
     int len = sizeof bound;
     uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&bound, &len);
-    int bound_port = bound.ss_family == AF_INET6
-                         ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
-                         : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    int bound_port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
+                                                 : ntohs(((struct sockaddr_in *)&bound)->sin_port);
     /* Scripts wait for this exact line (NamesrvStartup prints it on stdout). */
     srv->bound_port = bound_port;
     printf("The Name Server boot success. serializeType=JSON, address %s:%d\n", host, bound_port);

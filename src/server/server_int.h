@@ -22,7 +22,7 @@ typedef struct nsrv_conn {
     nsrv_server_t *srv;
     uint64_t id;
     char peer[64];
-    nsrv_buf_t in;      /* received bytes; [in_off, in.len) not yet consumed */
+    nsrv_buf_t in; /* received bytes; [in_off, in.len) not yet consumed */
     size_t in_off;
     size_t out_pending; /* reply bytes handed to libuv and not yet written */
     uint64_t last_active_ms;
@@ -31,7 +31,7 @@ typedef struct nsrv_conn {
     bool saw_first_byte;
     bool deferred_close;
     struct nsrv_conn *prev, *next; /* server's connection list */
-    UT_hash_handle hh;              /* by id */
+    UT_hash_handle hh;             /* by id */
 } nsrv_conn_t;
 
 struct nsrv_server {
@@ -46,7 +46,7 @@ struct nsrv_server {
     uv_timer_t deadline_timer;
     uv_idle_t deferred;
     uv_signal_t sig_term, sig_int, sig_hup;
-    nsrv_conn_t *conns;     /* list head */
+    nsrv_conn_t *conns; /* list head */
     nsrv_conn_t *conn_by_id;
     size_t n_conns;
     uint64_t next_conn_id;

@@ -103,8 +103,8 @@ static void broker_json_cb(void *ud, const nsrv_route_live_info_t *li) {
     nsrv_buf_printf(b, ",\"brokerId\":%" PRId64 ",", li->broker_id);
     json_kv_str(b, "brokerAddr", li->broker_addr);
     nsrv_buf_append_ch(b, ',');
-    const char *via = w->srv->liveness_source ? w->srv->liveness_source(w->srv->liveness_ud, li)
-                                              : NULL;
+    const char *via =
+        w->srv->liveness_source ? w->srv->liveness_source(w->srv->liveness_ud, li) : NULL;
     json_kv_str(b, "source", li->last_direct_ms ? "direct" : via ? via : "peer");
     if (li->last_direct_ms)
         nsrv_buf_printf(b, ",\"lastDirectAgeMs\":%" PRIu64, w->now - li->last_direct_ms);
@@ -127,15 +127,15 @@ static void build_status(nsrv_server_t *srv, nsrv_buf_t *b) {
                     "{\"node\":{\"version\":\"%s\",\"pid\":%d,\"uptimeMs\":%" PRIu64
                     ",\"listenPort\":%d,\"connections\":%zu,\"shuttingDown\":%s,"
                     "\"requestsTotal\":%" PRIu64 ",\"badFramesTotal\":%" PRIu64 "},",
-                    NSRV_VERSION, (int)getpid(), now - srv->start_ms, srv->bound_port,
-                    srv->n_conns, srv->shutting_down ? "true" : "false", srv->requests_total,
+                    NSRV_VERSION, (int)getpid(), now - srv->start_ms, srv->bound_port, srv->n_conns,
+                    srv->shutting_down ? "true" : "false", srv->requests_total,
                     srv->bad_frames_total);
     nsrv_buf_printf(b,
                     "\"route\":{\"brokers\":%zu,\"routeCacheHits\":%" PRIu64
                     ",\"routeCacheBuilds\":%" PRIu64 ",\"expirePasses\":%" PRIu64
                     ",\"brokersExpired\":%" PRIu64 "},\"brokers\":[",
-                    nsrv_route_broker_count(srv->rt), rs.route_cache_hits,
-                    rs.route_cache_builds, rs.expire_passes, rs.brokers_expired);
+                    nsrv_route_broker_count(srv->rt), rs.route_cache_hits, rs.route_cache_builds,
+                    rs.expire_passes, rs.brokers_expired);
     broker_walk_t w = {b, now, 0, srv};
     nsrv_route_foreach_live(srv->rt, now, broker_json_cb, &w);
     nsrv_buf_append_c(b, "]");

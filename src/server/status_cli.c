@@ -77,8 +77,8 @@ static void print_table(const nsrv_json_t *root) {
         printf("gossip    node %s, cluster %s, incarnation %s\n", str_of(gossip, "nodeId"),
                str_of(gossip, "cluster"), str_of(gossip, "incarnation"));
         const nsrv_json_t *peers = nsrv_json_get(gossip, "peers");
-        printf("%-6s %-22s %-14s %-8s %-10s %-10s %s\n", "PEER", "ADDRESS", "INCARNATION",
-               "KEY", "LAST(ms)", "ACCEPTED", "REJECTED");
+        printf("%-6s %-22s %-14s %-8s %-10s %-10s %s\n", "PEER", "ADDRESS", "INCARNATION", "KEY",
+               "LAST(ms)", "ACCEPTED", "REJECTED");
         for (const nsrv_json_t *p = peers ? peers->child : NULL; p; p = p->next) {
             printf("%-6s %-22s %-14s %-8s %-10s %-10s ", str_of(p, "id"), str_of(p, "addr"),
                    str_of(p, "incarnation"), str_of(p, "keyId"), str_of(p, "lastValidAgeMs"),

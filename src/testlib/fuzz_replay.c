@@ -48,7 +48,7 @@ static void run_mutations(const uint8_t *data, size_t size, uint32_t seed) {
             default:
                 if (n < size + 16) {
                     memmove(m + pos + 1, m + pos, n - pos);
-                    m[pos] = (uint8_t)"{}[]\":,0 \\"[xorshift(&seed) % 10];
+                    m[pos] = (uint8_t) "{}[]\":,0 \\"[xorshift(&seed) % 10];
                     n++;
                 }
                 break;

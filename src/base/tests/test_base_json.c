@@ -151,8 +151,8 @@ static void test_writer_modes(void **state) {
 
 static void test_writer_round_trip(void **state) {
     (void)state;
-    const char *samples[] = {"plain", "q\"uo\\te", "ctl\x01\x1F", "uni \xE4\xB8\xAD \xF0\x9F\x98\x80",
-                             "/slash/"};
+    const char *samples[] = {"plain", "q\"uo\\te", "ctl\x01\x1F",
+                             "uni \xE4\xB8\xAD \xF0\x9F\x98\x80", "/slash/"};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(samples); i++) {
         for (int mode = 0; mode < 2; mode++) {
             nsrv_buf_t b = NSRV_BUF_INIT;
@@ -178,8 +178,7 @@ static void test_node_cap(void **state) {
     text[2 * n] = ']';
     nsrv_json_t *root = NULL;
     char err[128] = "";
-    assert_int_equal(nsrv_json_parse(&arena, text, 2 * n + 1, &root, err, sizeof err),
-                     NSRV_EJSON);
+    assert_int_equal(nsrv_json_parse(&arena, text, 2 * n + 1, &root, err, sizeof err), NSRV_EJSON);
     assert_non_null(strstr(err, "too many values"));
     /* Just under the cap is fine. */
     size_t m = NSRV_JSON_MAX_NODES - 1; /* elements: with the array, exactly the cap */

@@ -80,12 +80,21 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "logLevel=notice";
     lines[n++] = "maxFrameLength=16777216";
     lines[n++] = "connOutputLimitBytes=4194304";
-    static const char *const nsrvd_keys[] = {
-        "statusAddress=127.0.0.1", "statusPort=0", "gossipEnable=false", "gossipNodeId=0",
-        "gossipClusterName=DefaultNsCluster", "gossipListenAddress=0.0.0.0", "gossipPort=9878",
-        "gossipPeers=", "gossipPeerKeys=", "gossipSecretKeyFile=", "gossipKeyId=1",
-        "gossipIntervalMs=5000", "gossipDeltaMs=100", "gossipMaxDatagram=1200",
-        "gossipStatePath="};
+    static const char *const nsrvd_keys[] = {"statusAddress=127.0.0.1",
+                                             "statusPort=0",
+                                             "gossipEnable=false",
+                                             "gossipNodeId=0",
+                                             "gossipClusterName=DefaultNsCluster",
+                                             "gossipListenAddress=0.0.0.0",
+                                             "gossipPort=9878",
+                                             "gossipPeers=",
+                                             "gossipPeerKeys=",
+                                             "gossipSecretKeyFile=",
+                                             "gossipKeyId=1",
+                                             "gossipIntervalMs=5000",
+                                             "gossipDeltaMs=100",
+                                             "gossipMaxDatagram=1200",
+                                             "gossipStatePath="};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(nsrvd_keys); i++)
         lines[n++] = (char *)nsrvd_keys[i];
     qsort(lines, n, sizeof lines[0], cmp_str);
