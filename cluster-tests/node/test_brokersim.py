@@ -7,14 +7,16 @@ re-registration after a nameserver restart."""
 from __future__ import annotations
 
 import os
+import socket
+import threading
 import time
 
 import pytest
 
 from brokersim import BrokerSim, BrokerSimError, find_binary
 from nsrv_check import route_or_none, wait_until
-from nsrvd_proc import scaled
-from rmq import NamesrvClient
+from nsrvd_proc import SANITIZER_MARKERS, scaled
+from rmq import FLAG_ONEWAY, FLAG_RESPONSE, Command, FrameDecoder, NamesrvClient, crc32_masked, encode_frame, loads_lenient
 
 # Registration rounds are 30 s by default; nothing in these tests may depend on a second round
 # unless it sets a short period itself.
@@ -42,8 +44,16 @@ def brokersim(brokersim_bin, nsrvd_factory, tmp_path):
         return sim.start()
 
     yield start
+    problems = []
     for sim in sims:
-        sim.close()
+        rc = sim.close()
+        log = sim.log_path.read_text(errors="replace") if sim.log_path and sim.log_path.exists() else ""
+        if rc != 0:
+            problems.append(f"nsrv-brokersim exit code {rc}\n{log[-4000:]}")
+        elif any(m in log for m in SANITIZER_MARKERS):
+            problems.append(f"nsrv-brokersim sanitizer report\n{log[-20000:]}")
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
 
 
 def cluster(ns) -> dict:
@@ -244,3 +254,175 @@ def test_command_errors_and_final_stats(nsrvd, brokersim):
     final = sim.quit()
     assert final is not None and final["event"] == "exit"
     assert final["reg_ok"] == 3 and final["first_round_ok"] == 3
+
+
+# ------------------------------------------------------------------ against a scripted server
+
+
+class FakeNamesrv:
+    """A scripted nameserver on 127.0.0.1 that records every request and answers REGISTER_BROKER
+    and UNREGISTER_BROKER with SUCCESS in awkward ways:
+
+    * ``hold=N``: keep answers until N requests are waiting, then send them in one write (several
+      responses in one read on the simulator's side);
+    * ``bytewise``: send answers one byte per write, with pauses (partial reads);
+    * ``garbage_first``: answer the first connection's first request with a negative frame length.
+    """
+
+    def __init__(self, *, hold: int = 1, bytewise: bool = False, garbage_first: bool = False) -> None:
+        self.hold = hold
+        self.bytewise = bytewise
+        self.garbage_first = garbage_first
+        self.requests: list = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.addr = f"127.0.0.1:{self.port}"
+        self.stopping = False
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+        self.threads[0].start()
+
+    def _accept(self) -> None:
+        while not self.stopping:
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            with self.lock:
+                self.connections += 1
+                first = self.connections == 1
+            t = threading.Thread(target=self._serve, args=(conn, first), daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def _serve(self, conn: socket.socket, first: bool) -> None:
+        conn.settimeout(0.2)
+        dec = FrameDecoder()
+        held = []
+        with conn:
+            while not self.stopping:
+                try:
+                    data = conn.recv(65536)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+                if not data:
+                    return
+                for cmd in dec.feed(data):
+                    with self.lock:
+                        self.requests.append(cmd)
+                    if cmd.flag & FLAG_ONEWAY:
+                        continue
+                    if first and self.garbage_first:
+                        conn.sendall(b"\xff\xff\xff\xf0")
+                        first = False
+                        continue
+                    held.append(encode_frame(Command(code=0, flag=FLAG_RESPONSE, opaque=cmd.opaque, ext={})))
+                if len(held) >= self.hold:
+                    out = b"".join(held)
+                    held.clear()
+                    try:
+                        if self.bytewise:
+                            for i in range(len(out)):
+                                conn.send(out[i : i + 1])
+                                time.sleep(0.0005)
+                        else:
+                            conn.sendall(out)
+                    except OSError:
+                        return
+
+    def of_code(self, code: int) -> list:
+        with self.lock:
+            return [c for c in self.requests if c.code == code]
+
+    def close(self) -> None:
+        self.stopping = True
+        self.sock.close()
+        for t in self.threads:
+            t.join(2)
+
+
+@pytest.fixture
+def fake_namesrv():
+    servers = []
+
+    def start(**kw):
+        srv = FakeNamesrv(**kw)
+        servers.append(srv)
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.close()
+
+
+def test_requests_are_what_a_5x_broker_sends(fake_namesrv, brokersim):
+    srv = fake_namesrv()
+    sim = brokersim([srv], brokers=2, topics=3, slaves=1, timeout_ms=4000, heartbeat_ms=100, cluster="C9")
+    assert sim.wait_ready(scaled(10))["ok"] == 4
+    wait_until(lambda: len(srv.of_code(322)) >= 4, scaled(3))
+    sim.stop("broker-0001", member=1)
+    regs = srv.of_code(103)
+    assert len(regs) == 4
+    by_addr = {}
+    for r in regs:
+        assert r.version == 479 and r.language_name == "JAVA" and r.flag == 0
+        ext = r.ext
+        assert set(ext) == {"brokerAddr", "brokerId", "brokerName", "clusterName", "haServerAddr",
+                            "enableActingMaster", "compressed", "bodyCrc32", "heartbeatTimeoutMillis"}
+        assert ext["clusterName"] == "C9" and ext["enableActingMaster"] == "false"
+        assert ext["compressed"] == "false" and ext["heartbeatTimeoutMillis"] == "4000"
+        assert int(ext["bodyCrc32"]) == crc32_masked(r.body)
+        assert ext["haServerAddr"] != ext["brokerAddr"]
+        body = loads_lenient(r.body.decode())
+        assert body["filterServerList"] == []
+        wrapper = body["topicConfigSerializeWrapper"]
+        assert wrapper["dataVersion"]["counter"] == 1
+        names = set(wrapper["topicConfigTable"])
+        assert {f"topic-{ext['brokerName']}-{i}" for i in range(3)} <= names
+        by_addr[ext["brokerAddr"]] = (ext["brokerName"], ext["brokerId"])
+    assert sorted(by_addr.values()) == [("broker-0000", "0"), ("broker-0000", "1"),
+                                        ("broker-0001", "0"), ("broker-0001", "1")]
+    hb = srv.of_code(322)[0]
+    assert hb.flag == FLAG_ONEWAY
+    assert set(hb.ext) == {"brokerName", "brokerAddr", "clusterName", "brokerId"}
+    assert loads_lenient(hb.body.decode())["counter"] == 1
+    (unreg,) = srv.of_code(104)
+    assert unreg.ext["brokerName"] == "broker-0001" and unreg.ext["brokerId"] == "1"
+    assert by_addr[unreg.ext["brokerAddr"]] == ("broker-0001", "1")
+
+
+def test_several_responses_in_one_read(fake_namesrv, brokersim):
+    srv = fake_namesrv(hold=4)
+    sim = brokersim([srv], brokers=1, topics=2, sys_topics=False)
+    wait_until(lambda: sim.list()[0]["links"] == ["up"], scaled(3))
+    for _ in range(3):
+        sim.bump("broker-0000")  # three more registrations on the same connection
+    wait_until(lambda: sim.stats()["reg_ok"] == 4, scaled(3), msg="answers held back and sent together")
+    st = sim.stats()
+    assert st["rx_errors"] == 0 and st["rx_unmatched"] == 0 and st["lat_count"] == 4
+
+
+def test_responses_split_into_single_bytes(fake_namesrv, brokersim):
+    srv = fake_namesrv(bytewise=True)
+    sim = brokersim([srv], brokers=5, topics=2)
+    assert sim.wait_ready(scaled(20))["ok"] == 5
+    st = sim.stats()
+    assert st["reg_ok"] == 5 and st["rx_errors"] == 0
+
+
+def test_bad_frame_drops_link_and_reconnects(fake_namesrv, brokersim):
+    srv = fake_namesrv(garbage_first=True)
+    sim = brokersim([srv], brokers=1, topics=2, extra_args=["--reconnect-max-ms", "200"])
+    ready = sim.wait_ready(scaled(10))
+    assert ready["ok"] == 0 and ready["failed"] == 1  # the first answer was garbage
+    wait_until(lambda: sim.stats()["reg_ok"] == 1, scaled(3), msg="no registration after reconnect")
+    st = sim.stats()
+    assert st["rx_errors"] == 1 and st["reg_lost"] == 1 and st["connects"] == 2

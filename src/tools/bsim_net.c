@@ -256,8 +256,8 @@ void nsrv__bsim_link_send_register(nsrv_bsim_link_t *l) {
                        o->req_timeout_ms);
     if (rc == 0)
         b->sim->stats.reg_sent++;
-    else
-        b->sim->stats.reg_skipped++;
+    else if (rc == -EBUSY || (rc == -EAGAIN && l->state == NSRV_BSIM_LINK_UP && !l->cut))
+        b->sim->stats.reg_skipped++; /* the server is not keeping up */
 }
 
 void nsrv__bsim_link_send_heartbeat(nsrv_bsim_link_t *l) {
