@@ -158,64 +158,94 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
     nsrv_cmd_encode(&srv->out, &resp);
 }
 
-static void conn_process(nsrv_conn_t *c) {
+/*
+ * Runs every whole frame in p[0..avail) while the connection is open and under
+ * its output limit. Returns the bytes consumed; what is left is a partial
+ * frame, or frames held back by back-pressure.
+ */
+static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
     nsrv_server_t *srv = c->srv;
     size_t max_frame = (size_t)srv->cfg->max_frame_length;
+    size_t used = 0;
     while (!c->closing && c->out_pending <= out_limit(c)) {
-        const uint8_t *p = (const uint8_t *)c->in.data + c->in_off;
-        size_t avail = c->in.len - c->in_off;
         size_t frame_len = 0;
-        int rc = nsrv_frame_peek(p, avail, max_frame, &frame_len);
-        if (rc == NSRV_AGAIN) {
-            if (frame_len > avail) /* whole frame length known: read straight into place */
-                nsrv_buf_reserve(&c->in, frame_len - avail);
+        int rc = nsrv_frame_peek(p + used, avail - used, max_frame, &frame_len);
+        if (rc == NSRV_AGAIN)
             break;
-        }
         if (rc < 0) {
             srv->bad_frames_total++;
             nsrv__conn_close(c, "bad frame length");
-            return;
+            break;
         }
         nsrv_arena_reset(&srv->arena);
         nsrv_cmd_t req;
-        rc = nsrv_cmd_decode(p, frame_len, &srv->arena, &req);
+        rc = nsrv_cmd_decode(p + used, frame_len, &srv->arena, &req);
         if (rc < 0) {
             srv->bad_frames_total++;
             nsrv_log_info("SERVER", "closing '%s': %s", c->peer, nsrv_strerror(rc));
             nsrv__conn_close(c, nsrv_strerror(rc));
-            return;
+            break;
         }
-        c->in_off += frame_len;
+        used += frame_len;
         run_request(c, &req);
         if (srv->out.len >= OUT_FLUSH_BYTES)
             flush_out(c);
     }
     flush_out(c);
+    if (!c->closing && c->out_pending > out_limit(c))
+        set_reading(c, false);
+    return used;
+}
+
+/* Keeps unprocessed bytes in the connection's own buffer, sized for the whole
+ * frame when its length is known so the rest is read straight into place. */
+static void keep_rest(nsrv_conn_t *c, const uint8_t *p, size_t n) {
+    size_t frame_len = 0;
+    nsrv_buf_append(&c->in, p, n);
+    if (nsrv_frame_peek(p, n, (size_t)c->srv->cfg->max_frame_length, &frame_len) == NSRV_AGAIN &&
+        frame_len > n)
+        nsrv_buf_reserve(&c->in, frame_len - n);
+}
+
+/* Processes what the connection's own buffer holds (a partial frame that has
+ * grown, or frames held back by back-pressure), and frees the buffer once it
+ * is empty so idle connections cost no buffer memory. */
+static void conn_process(nsrv_conn_t *c) {
+    size_t avail = c->in.len - c->in_off;
+    if (avail == 0)
+        return;
+    c->in_off += process_frames(c, (const uint8_t *)c->in.data + c->in_off, avail);
     if (c->closing)
         return;
-    /* Drop consumed bytes so the buffer does not creep. */
     if (c->in_off == c->in.len) {
         c->in_off = 0;
-        nsrv_buf_reset(&c->in);
+        nsrv_buf_deinit(&c->in);
     } else if (c->in_off > c->in.cap / 2) {
         memmove(c->in.data, c->in.data + c->in_off, c->in.len - c->in_off);
         c->in.len -= c->in_off;
         c->in_off = 0;
     }
-    if (c->out_pending > out_limit(c))
-        set_reading(c, false);
 }
 
+/*
+ * Most reads carry whole requests: they land in one server-wide buffer and are
+ * processed from there, with no per-connection memory. Only a partial frame
+ * (or back-pressure) makes a connection keep bytes of its own, and then reads
+ * go straight into that buffer until it drains.
+ */
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     nsrv_conn_t *c = (nsrv_conn_t *)h;
+    if (c->in.len == c->in_off) {
+        *buf = uv_buf_init(c->srv->read_buf, sizeof c->srv->read_buf);
+        return;
+    }
     nsrv_buf_reserve(&c->in, READ_CHUNK);
     /* Keep one byte for the buffer's trailing NUL. */
     *buf = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len - 1));
 }
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-    (void)buf;
     nsrv_conn_t *c = (nsrv_conn_t *)s;
     if (nread == 0 || c->closing)
         return;
@@ -223,16 +253,23 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         nsrv__conn_close(c, nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
         return;
     }
-    c->in.len += (size_t)nread;
     c->last_active_ms = nsrv_now_mono_ms();
     if (!c->saw_first_byte) {
         c->saw_first_byte = true;
-        if ((uint8_t)c->in.data[0] == TLS_HANDSHAKE_BYTE) {
+        if ((uint8_t)buf->base[0] == TLS_HANDSHAKE_BYTE) {
             nsrv__conn_close(c, "TLS handshake on a plain-text port");
             return;
         }
     }
-    conn_process(c);
+    if (buf->base == c->srv->read_buf) {
+        const uint8_t *p = (const uint8_t *)buf->base;
+        size_t used = process_frames(c, p, (size_t)nread);
+        if (!c->closing && used < (size_t)nread)
+            keep_rest(c, p + used, (size_t)nread - used);
+    } else {
+        c->in.len += (size_t)nread;
+        conn_process(c);
+    }
     if (!c->closing && c->srv->shutting_down)
         nsrv__conn_maybe_finish(c);
 }

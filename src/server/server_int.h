@@ -72,6 +72,8 @@ struct nsrv_server {
     nsrv_arena_t arena;
     nsrv_buf_t body;
     nsrv_buf_t out;
+    /* Reads of connections with no partial frame pending land here. */
+    char read_buf[64 * 1024];
 };
 
 /* conn.c */
