@@ -28,8 +28,6 @@
 /* The arena holds one decoded response header at a time. */
 #define ARENA_CHUNK (16 * 1024)
 
-static nsrv_bsim_t *g_sim;
-
 void nsrv__bsim_print_line(const char *line) {
     fputs(line, stdout);
     fputc('\n', stdout);
@@ -396,13 +394,13 @@ static void run_line(nsrv_bsim_t *sim, const char *line, size_t len) {
 /* ---- stdin ---------------------------------------------------------------- */
 
 static void stdin_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-    NSRV_UNUSED(h);
     NSRV_UNUSED(suggested);
-    *buf = uv_buf_init(g_sim->read_buf, sizeof(g_sim->read_buf));
+    nsrv_bsim_t *sim = h->data;
+    *buf = uv_buf_init(sim->read_buf, sizeof(sim->read_buf));
 }
 
 static void stdin_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-    nsrv_bsim_t *sim = g_sim;
+    nsrv_bsim_t *sim = s->data;
     for (ssize_t i = 0; i < nread; i++) {
         char c = buf->base[i];
         if (c == '\n') {
@@ -443,6 +441,8 @@ static void stdin_open(nsrv_bsim_t *sim) {
         if (uv_tty_init(&sim->loop, &sim->in_tty, 0, 0) == 0)
             sim->in = (uv_stream_t *)&sim->in_tty;
     }
+    if (sim->in)
+        sim->in->data = sim;
     if (!sim->in || uv_read_start(sim->in, stdin_alloc_cb, stdin_read_cb) < 0) {
         sim->in = NULL;
         nsrv_log_info("BSIM", "stdin is not a pipe or terminal: no commands");
@@ -679,6 +679,5 @@ int main(int argc, char **argv) {
     nsrv_log_level = sim.opts.log_level;
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    g_sim = &sim;
     return run(&sim);
 }
