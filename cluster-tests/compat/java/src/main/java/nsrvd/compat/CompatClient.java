@@ -1,0 +1,232 @@
+package nsrvd.compat;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.MessageQueueSelector;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.SendStatus;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+
+/**
+ * The Java producer/consumer of the compatibility suite, built once against rocketmq-client
+ * 5.3.3 and once against 4.9.7 (same source). Every route it uses comes from the NameServer
+ * given with --ns, so a pass proves that the client works with that NameServer.
+ *
+ * <pre>
+ * produce --ns A --topic T --count N [--group G] [--ordered]
+ *     sends N messages synchronously; prints "PRODUCE ok=.. failed=.. brokers={..}"
+ * consume --ns A --topic T --count N --group G [--timeout S]
+ *     push consumer from the first offset until N distinct bodies arrived;
+ *     prints "CONSUME distinct=.. total=.."
+ * pulse --ns A --topic T --interval MS --duration S [--poll MS]
+ *     one message every interval; one line per send: "PULSE epochMillis OK brokerName" or
+ *     "PULSE epochMillis FAIL reason"; --poll is the route polling period
+ * </pre>
+ *
+ * The process exits with System.exit without shutting the client down: the client's
+ * shutdown waits seconds for its event thread, and nothing here needs it.
+ */
+public final class CompatClient {
+    private CompatClient() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) {
+            usage();
+        }
+        Map<String, String> opt = parse(args);
+        String cmd = args[0];
+        int rc;
+        if ("produce".equals(cmd)) {
+            rc = produce(opt);
+        } else if ("consume".equals(cmd)) {
+            rc = consume(opt);
+        } else if ("pulse".equals(cmd)) {
+            rc = pulse(opt);
+        } else {
+            usage();
+            rc = 2;
+        }
+        System.out.flush();
+        System.exit(rc);
+    }
+
+    private static void usage() {
+        System.err.println("usage: CompatClient produce|consume|pulse --ns ADDR --topic T ...");
+        System.exit(2);
+    }
+
+    private static Map<String, String> parse(String[] args) {
+        Map<String, String> m = new HashMap<String, String>();
+        for (int i = 1; i < args.length; i++) {
+            String a = args[i];
+            if (!a.startsWith("--")) {
+                throw new IllegalArgumentException("bad argument " + a);
+            }
+            String key = a.substring(2);
+            if (i + 1 < args.length && !args[i + 1].startsWith("--")) {
+                m.put(key, args[++i]);
+            } else {
+                m.put(key, "true");
+            }
+        }
+        return m;
+    }
+
+    private static String need(Map<String, String> opt, String key) {
+        String v = opt.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing --" + key);
+        }
+        return v;
+    }
+
+    private static int num(Map<String, String> opt, String key, int dflt) {
+        String v = opt.get(key);
+        return v == null ? dflt : Integer.parseInt(v);
+    }
+
+    private static DefaultMQProducer startProducer(Map<String, String> opt) throws Exception {
+        String group = opt.containsKey("group") ? opt.get("group") : "PG_" + need(opt, "topic");
+        DefaultMQProducer p = new DefaultMQProducer(group);
+        p.setNamesrvAddr(need(opt, "ns"));
+        p.setInstanceName("compat-" + System.nanoTime());
+        p.setSendMsgTimeout(num(opt, "send-timeout", 6000));
+        p.setRetryTimesWhenSendFailed(2);
+        p.setPollNameServerInterval(num(opt, "poll", 30000));
+        p.start();
+        return p;
+    }
+
+    private static int produce(Map<String, String> opt) throws Exception {
+        final String topic = need(opt, "topic");
+        int count = num(opt, "count", 1000);
+        boolean ordered = opt.containsKey("ordered");
+        String prefix = opt.containsKey("prefix") ? opt.get("prefix") : "m";
+        DefaultMQProducer p = startProducer(opt);
+        int ok = 0;
+        int failed = 0;
+        String firstError = null;
+        Map<String, Integer> perBroker = new TreeMap<String, Integer>();
+        Map<String, Integer> perQueue = new TreeMap<String, Integer>();
+        MessageQueueSelector byArg = new MessageQueueSelector() {
+            @Override
+            public MessageQueue select(List<MessageQueue> mqs, Message msg, Object arg) {
+                return mqs.get((Integer) arg % mqs.size());
+            }
+        };
+        for (int i = 0; i < count; i++) {
+            Message m = new Message(topic, "TagA", String.valueOf(i), (prefix + "-" + i).getBytes("UTF-8"));
+            try {
+                SendResult r = ordered ? p.send(m, byArg, Integer.valueOf(i)) : p.send(m);
+                if (r.getSendStatus() == SendStatus.SEND_OK) {
+                    ok++;
+                    String b = r.getMessageQueue().getBrokerName();
+                    perBroker.put(b, perBroker.containsKey(b) ? perBroker.get(b) + 1 : 1);
+                    String q = b + ":" + r.getMessageQueue().getQueueId();
+                    perQueue.put(q, perQueue.containsKey(q) ? perQueue.get(q) + 1 : 1);
+                } else {
+                    failed++;
+                    if (firstError == null) {
+                        firstError = String.valueOf(r.getSendStatus());
+                    }
+                }
+            } catch (Exception e) {
+                failed++;
+                if (firstError == null) {
+                    firstError = oneLine(e);
+                }
+            }
+        }
+        System.out.println("PRODUCE ok=" + ok + " failed=" + failed + " brokers=" + perBroker + " queues=" + perQueue);
+        if (firstError != null) {
+            System.out.println("FIRST_ERROR " + firstError);
+        }
+        return failed == 0 && ok == count ? 0 : 1;
+    }
+
+    private static int consume(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        final int count = num(opt, "count", 1000);
+        int timeout = num(opt, "timeout", 120);
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(need(opt, "group"));
+        c.setNamesrvAddr(need(opt, "ns"));
+        c.setInstanceName("compat-" + System.nanoTime());
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.setPollNameServerInterval(num(opt, "poll", 30000));
+        c.subscribe(topic, "*");
+        final Set<String> seen = ConcurrentHashMap.newKeySet();
+        final Map<String, Integer> perBroker = new ConcurrentHashMap<String, Integer>();
+        final int[] total = new int[1];
+        final CountDownLatch done = new CountDownLatch(1);
+        c.registerMessageListener(new MessageListenerConcurrently() {
+            @Override
+            public ConsumeConcurrentlyStatus consumeMessage(List<MessageExt> msgs,
+                org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext ctx) {
+                for (MessageExt m : msgs) {
+                    synchronized (total) {
+                        total[0]++;
+                    }
+                    seen.add(new String(m.getBody()));
+                    String b = String.valueOf(m.getStoreHost()).replaceFirst("^.*/", "");
+                    perBroker.merge(b, 1, Integer::sum);
+                }
+                if (seen.size() >= count) {
+                    done.countDown();
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            }
+        });
+        c.start();
+        boolean all = done.await(timeout, TimeUnit.SECONDS);
+        synchronized (total) {
+            System.out.println("CONSUME distinct=" + seen.size() + " total=" + total[0] + " brokers="
+                + new TreeMap<String, Integer>(perBroker));
+        }
+        return all ? 0 : 1;
+    }
+
+    private static int pulse(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        int interval = num(opt, "interval", 200);
+        long until = System.currentTimeMillis() + 1000L * num(opt, "duration", 60);
+        DefaultMQProducer p = startProducer(opt);
+        int i = 0;
+        while (System.currentTimeMillis() < until) {
+            long t = System.currentTimeMillis();
+            Message m = new Message(topic, "TagA", ("p-" + i++).getBytes("UTF-8"));
+            try {
+                SendResult r = p.send(m);
+                System.out.println("PULSE " + t + (r.getSendStatus() == SendStatus.SEND_OK ? " OK " : " NOTOK ")
+                    + r.getMessageQueue().getBrokerName());
+            } catch (Exception e) {
+                System.out.println("PULSE " + t + " FAIL " + oneLine(e));
+            }
+            System.out.flush();
+            long sleep = interval - (System.currentTimeMillis() - t);
+            if (sleep > 0) {
+                Thread.sleep(sleep);
+            }
+        }
+        return 0;
+    }
+
+    private static String oneLine(Throwable e) {
+        String s = e.getClass().getSimpleName() + ": " + e.getMessage();
+        s = s.replace('\n', ' ').replace('\r', ' ');
+        return s.length() > 300 ? s.substring(0, 300) : s;
+    }
+}
