@@ -253,12 +253,13 @@ int nsrv_gossip_msg_decode_header(const uint8_t *d, size_t len, nsrv_gossip_msg_
         return NSRV_GOSSIP_EVERSION;
     if (nfields != ENVELOPE_FIELDS || nsrv__mp_r_uint(&r, &type, 255) != 0 ||
         nsrv__mp_r_str(&r, &cluster, NSRV_GOSSIP_CLUSTER_MAX) != 0 || cluster.len == 0 ||
-        nsrv__mp_r_uint(&r, &src, 255) != 0 ||
+        nsrv__mp_r_uint(&r, &src, NSRV_GOSSIP_NODE_MAX) != 0 || src < NSRV_GOSSIP_NODE_MIN ||
         nsrv__mp_r_uint(&r, &inc, NSRV_GOSSIP_TIME_MAX) != 0 || inc == 0 ||
         nsrv__mp_r_uint(&r, &seq, UINT64_MAX) != 0 || seq == 0 ||
         nsrv__mp_r_uint(&r, &mono, NSRV_GOSSIP_TIME_MAX) != 0 ||
         nsrv__mp_r_uint(&r, &wall, NSRV_GOSSIP_TIME_MAX) != 0 ||
-        nsrv__mp_r_uint(&r, &dst, 255) != 0 || nsrv__mp_r_uint(&r, &key_id, 255) != 0)
+        nsrv__mp_r_uint(&r, &dst, 255) != 0 || dst < NSRV_GOSSIP_NODE_MIN ||
+        nsrv__mp_r_uint(&r, &key_id, 255) != 0)
         return NSRV_GOSSIP_EDECODE;
     memset(m, 0, sizeof *m);
     m->ver = (uint8_t)ver;

@@ -303,8 +303,9 @@ static void offset_sample(nsrv_gossip_peer_t *p, uint64_t now_mono, uint64_t src
         p->off_anchor = m;
         p->off_anchor_t = now;
     } else {
-        int64_t ceiling =
-            p->off_anchor + (now - p->off_anchor_t) * NSRV_GOSSIP_OFF_RISE_PPM / 1000000;
+        /* Clamped so the product cannot overflow (2^40 ms is 35 years). */
+        int64_t elapsed = NSRV_MAX(NSRV_MIN(now - p->off_anchor_t, (int64_t)1 << 40), 0);
+        int64_t ceiling = p->off_anchor + elapsed * NSRV_GOSSIP_OFF_RISE_PPM / 1000000;
         if (m <= ceiling) {
             p->off = m;
             p->off_anchor = m;

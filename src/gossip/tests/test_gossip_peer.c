@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Receive pipeline and per-peer state: every rejection reason, the replay
+ * window, incarnations, the clock offset and age mapping, key rotation,
+ * reload, and the persisted incarnation. Clocks are injected.
+ *
+ * Setup: we are node 2. Node 1 is at 10.0.0.1 with keys 1 and 2; node 3 at
+ * [fd00::3] with node 2's test key as its key 1.
+ */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gossip_test.h"
+
+#define ME 2
+#define T0 1000000 /* local monotonic ms at the first packet */
+
+typedef struct {
+    nsrv_gossip_peers_t *t;
+    gt_key_t k11, k12, k21;
+    struct sockaddr_in from1;
+    nsrv_arena_t arena;
+    nsrv_buf_t buf;
+} fx_t;
+
+static int setup(void **state) {
+    fx_t *f = calloc(1, sizeof *f);
+    f->k11 = gt_key_1_1();
+    f->k12 = gt_key_1_2();
+    f->k21 = gt_key_2_1();
+    nsrv_gossip_key_t keys1[2] = {{1, {0}}, {2, {0}}}, keys3[1] = {{1, {0}}};
+    memcpy(keys1[0].pk, f->k11.pk, 32);
+    memcpy(keys1[1].pk, f->k12.pk, 32);
+    memcpy(keys3[0].pk, f->k21.pk, 32);
+    nsrv_gossip_peer_conf_t conf[2] = {{1, "10.0.0.1:7946", keys1, 2},
+                                       {3, "[fd00::3]:7946", keys3, 1}};
+    f->t = nsrv_gossip_peers_create(1200);
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, conf, 2), 0);
+    f->from1 = gt_sin("10.0.0.1", 7946);
+    nsrv_arena_init(&f->arena, 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peers_destroy(&f->t);
+    nsrv_arena_deinit(&f->arena);
+    nsrv_buf_deinit(&f->buf);
+    free(f);
+    return 0;
+}
+
+static nsrv_gossip_entry_t ENTRY = {0x1234, {7, 1717999999000, 0}, 3000, 0};
+
+/* A DIGEST_DELTA from node 1, key 1, with the given seq and sender clock. */
+static nsrv_gossip_msg_t msg(uint64_t seq, uint64_t src_mono) {
+    nsrv_gossip_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.ver = 1;
+    m.type = NSRV_GOSSIP_DIGEST_DELTA;
+    m.cluster = nsrv_str_c(GT_CLUSTER);
+    m.src = 1;
+    m.src_inc = GT_INC;
+    m.seq = seq;
+    m.src_mono_ms = src_mono;
+    m.wall_ms = (uint64_t)GT_WALL;
+    m.dst = ME;
+    m.key_id = 1;
+    m.body.delta.entries = &ENTRY;
+    m.body.delta.n = 1;
+    return m;
+}
+
+/* Encodes m with sk into f->buf. */
+static void enc(fx_t *f, const nsrv_gossip_msg_t *m, const uint8_t *sk) {
+    nsrv_buf_reset(&f->buf);
+    assert_int_equal(nsrv_gossip_msg_encode(m, sk, &f->buf), 0);
+}
+
+static int check_at(fx_t *f, const void *from, uint64_t mono, int64_t wall) {
+    nsrv_gossip_msg_t out;
+    nsrv_gossip_peer_t *p = NULL;
+    nsrv_arena_reset(&f->arena);
+    int rc = nsrv_gossip_peer_check(f->t, ME, GT_CLUSTER, (const uint8_t *)f->buf.data, f->buf.len,
+                                    (const struct sockaddr *)from, mono, wall, &out, &f->arena, &p);
+    if (rc == 0) {
+        assert_non_null(p);
+        assert_int_equal(nsrv_gossip_peer_id(p), out.src);
+    }
+    return rc;
+}
+
+static int check(fx_t *f) {
+    return check_at(f, &f->from1, T0, GT_WALL);
+}
+
+/* Encode with node 1's key 1 and check from node 1's address. */
+static int send_msg(fx_t *f, const nsrv_gossip_msg_t *m) {
+    enc(f, m, f->k11.sk);
+    return check(f);
+}
+
+static nsrv_gossip_peer_info_t info(fx_t *f, uint8_t id) {
+    nsrv_gossip_peer_info_t i;
+    nsrv_gossip_peer_info(nsrv_gossip_peers_find(f->t, id), &i);
+    return i;
+}
+
+static uint64_t rejected(fx_t *f, uint8_t id, int code) {
+    return info(f, id).rejected[nsrv_gossip_reason_index(code)];
+}
+
+static void test_accept(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m = msg(1, 50000);
+    enc(f, &m, f->k11.sk);
+    nsrv_gossip_msg_t out;
+    nsrv_gossip_peer_t *p = NULL;
+    assert_int_equal(nsrv_gossip_peer_check(f->t, ME, GT_CLUSTER, (const uint8_t *)f->buf.data,
+                                            f->buf.len, (const struct sockaddr *)&f->from1, T0,
+                                            GT_WALL, &out, &f->arena, &p),
+                     0);
+    assert_ptr_equal(p, nsrv_gossip_peers_find(f->t, 1));
+    assert_int_equal(out.type, NSRV_GOSSIP_DIGEST_DELTA);
+    assert_int_equal(out.body.delta.n, 1);
+    assert_int_equal(out.body.delta.entries[0].bkey, 0x1234);
+    nsrv_gossip_peer_info_t i = info(f, 1);
+    assert_true(i.has_incarnation);
+    assert_int_equal(i.incarnation, GT_INC);
+    assert_true(i.new_incarnation);
+    assert_int_equal(i.top_seq, 1);
+    assert_int_equal(i.last_valid_mono_ms, T0);
+    assert_int_equal(i.last_key_id, 1);
+    assert_int_equal(i.accepted, 1);
+    assert_true(i.has_offset);
+    assert_int_equal(i.offset_ms, T0 - 50000);
+    /* Another port of the same IP is fine (only the IP is pinned). */
+    m = msg(2, 50010);
+    enc(f, &m, f->k11.sk);
+    struct sockaddr_in other_port = gt_sin("10.0.0.1", 40001);
+    assert_int_equal(check_at(f, &other_port, T0 + 10, GT_WALL), 0);
+    assert_false(info(f, 1).new_incarnation);
+    uint64_t acc;
+    uint64_t rej[NSRV_GOSSIP_NREASONS];
+    nsrv_gossip_peers_totals(f->t, &acc, rej);
+    assert_int_equal(acc, 2);
+}
+
+static void test_reject_cheap_checks(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m;
+    uint64_t acc, rej[NSRV_GOSSIP_NREASONS];
+
+    /* size: 40 wide entries are > 1200 bytes. */
+    nsrv_gossip_entry_t wide[40];
+    for (int i = 0; i < 40; i++)
+        wide[i] = (nsrv_gossip_entry_t){
+            UINT64_MAX - 40 + (uint64_t)i, {INT64_MIN, INT64_MIN, INT64_MIN}, UINT32_MAX, 255};
+    m = msg(1, 1);
+    m.body.delta.entries = wide;
+    m.body.delta.n = 40;
+    enc(f, &m, f->k11.sk);
+    assert_true(f->buf.len > 1200);
+    assert_int_equal(check(f), NSRV_GOSSIP_ESIZE);
+    nsrv_gossip_peers_set_max_dgram(f->t, 65000);
+    assert_int_equal(check(f), 0); /* accepted under a larger budget */
+    nsrv_gossip_peers_set_max_dgram(f->t, 1200);
+
+    /* version */
+    m = msg(2, 1);
+    enc(f, &m, f->k11.sk);
+    f->buf.data[1] = 2;
+    assert_int_equal(check(f), NSRV_GOSSIP_EVERSION);
+
+    /* cluster */
+    m = msg(3, 1);
+    m.cluster = NSRV_STR_LIT("OtherCluster");
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_ECLUSTER);
+    m.cluster = NSRV_STR_LIT("DefaultCluste");
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_ECLUSTER);
+
+    /* unknown src (counted in the totals only) */
+    m = msg(3, 1);
+    m.src = 9;
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EUNKNOWN_SRC);
+    m.src = ME; /* ourselves: not a peer either */
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EUNKNOWN_SRC);
+    nsrv_gossip_peers_totals(f->t, &acc, rej);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_EUNKNOWN_SRC)], 2);
+
+    /* source IP differs from node 1's (counted on node 1) */
+    m = msg(3, 1);
+    enc(f, &m, f->k11.sk);
+    struct sockaddr_in wrong = gt_sin("10.0.0.9", 7946);
+    assert_int_equal(check_at(f, &wrong, T0, GT_WALL), NSRV_GOSSIP_ESRC_ADDR);
+    assert_int_equal(check_at(f, NULL, T0, GT_WALL), NSRV_GOSSIP_ESRC_ADDR);
+    assert_int_equal(rejected(f, 1, NSRV_GOSSIP_ESRC_ADDR), 2);
+
+    /* unknown key_id */
+    m = msg(3, 1);
+    m.key_id = 7;
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EKEY_ID);
+
+    /* dst: another node; 255 is fine */
+    m = msg(3, 1);
+    m.dst = 3;
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EDST);
+    m.dst = NSRV_GOSSIP_DST_ANY;
+    assert_int_equal(send_msg(f, &m), 0);
+
+    /* wall clock 31 s off either way; 30 s is inside */
+    m = msg(4, 1);
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0, GT_WALL + 31000), NSRV_GOSSIP_ESTALE_TIME);
+    assert_int_equal(check_at(f, &f->from1, T0, GT_WALL - 31000), NSRV_GOSSIP_ESTALE_TIME);
+    assert_int_equal(check_at(f, &f->from1, T0, -5), NSRV_GOSSIP_ESTALE_TIME);
+    assert_int_equal(check_at(f, &f->from1, T0, GT_WALL + 30000), 0);
+
+    /* type 5 is TCP only */
+    nsrv_gossip_msg_t pr = msg(5, 1);
+    pr.type = NSRV_GOSSIP_PULL_REQ;
+    memset(pr.body.pull.nonce, 1, 16);
+    pr.body.pull.keys = NULL;
+    pr.body.pull.n = 0;
+    assert_int_equal(send_msg(f, &pr), NSRV_GOSSIP_ETYPE);
+
+    nsrv_gossip_peers_totals(f->t, &acc, rej);
+    assert_int_equal(acc, 3);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_ESIZE)], 1);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_EVERSION)], 1);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_ECLUSTER)], 2);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_EKEY_ID)], 1);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_EDST)], 1);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_ESTALE_TIME)], 3);
+    assert_int_equal(rej[nsrv_gossip_reason_index(NSRV_GOSSIP_ETYPE)], 1);
+    assert_int_equal(rejected(f, 1, NSRV_GOSSIP_EKEY_ID), 1);
+    assert_int_equal(rejected(f, 1, NSRV_GOSSIP_EUNKNOWN_SRC), 0);
+}
+
+static void test_reject_incarnation(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m = msg(1, 1);
+    m.src_inc = GT_INC + 5;
+    assert_int_equal(send_msg(f, &m), 0);
+    m = msg(2, 1); /* GT_INC < GT_INC + 5 */
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EOLD_INC);
+    assert_int_equal(rejected(f, 1, NSRV_GOSSIP_EOLD_INC), 1);
+    /* More than 24 h ahead of our wall clock. */
+    m = msg(1, 1);
+    m.src_inc = (uint64_t)GT_WALL + NSRV_GOSSIP_INC_FUTURE_MS + 1;
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EFUTURE_INC);
+    m.src_inc = (uint64_t)GT_WALL + NSRV_GOSSIP_INC_FUTURE_MS;
+    assert_int_equal(send_msg(f, &m), 0);
+    assert_int_equal(info(f, 1).incarnation, (uint64_t)GT_WALL + NSRV_GOSSIP_INC_FUTURE_MS);
+}
+
+static void test_reject_replay(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m = msg(1, 100);
+    assert_int_equal(send_msg(f, &m), 0);
+    /* The same datagram again, now and 100 s later. */
+    assert_int_equal(check(f), NSRV_GOSSIP_EREPLAY);
+    assert_int_equal(check_at(f, &f->from1, T0 + 100000, GT_WALL), NSRV_GOSSIP_EREPLAY);
+    /* A different datagram with a seq already used. */
+    m = msg(1, 200);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EREPLAY);
+    /* Far ahead, then far behind the window. */
+    m = msg(1000, 300);
+    assert_int_equal(send_msg(f, &m), 0);
+    m = msg(1000 - NSRV_GOSSIP_WINDOW, 300);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EREPLAY);
+    m = msg(1000 - NSRV_GOSSIP_WINDOW + 1, 300);
+    assert_int_equal(send_msg(f, &m), 0); /* the oldest slot still inside */
+    m = msg(2, 300);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EREPLAY);
+    assert_int_equal(rejected(f, 1, NSRV_GOSSIP_EREPLAY), 5);
+    assert_int_equal(info(f, 1).top_seq, 1000);
+}
+
+static void test_reject_sig_and_decode(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m = msg(1, 100);
+    enc(f, &m, f->k11.sk);
+    /* Flip a bit in the signature, then in the signed entry (age byte). */
+    f->buf.data[f->buf.len - 1] ^= 0x01;
+    assert_int_equal(check(f), NSRV_GOSSIP_EBAD_SIG);
+    f->buf.data[f->buf.len - 1] ^= 0x01;
+    f->buf.data[f->buf.len - 64 - 2] ^= 0x10;
+    assert_int_equal(check(f), NSRV_GOSSIP_EBAD_SIG);
+    f->buf.data[f->buf.len - 64 - 2] ^= 0x10;
+    /* Signed by key 2 but labelled key 1. */
+    enc(f, &m, f->k12.sk);
+    assert_int_equal(check(f), NSRV_GOSSIP_EBAD_SIG);
+    /* Signed by node 3's key. */
+    enc(f, &m, f->k21.sk);
+    assert_int_equal(check(f), NSRV_GOSSIP_EBAD_SIG);
+    assert_int_equal(rejected(f, 1, NSRV_GOSSIP_EBAD_SIG), 4);
+    /* Truncated by 1, 10 and 64 bytes. */
+    enc(f, &m, f->k11.sk);
+    size_t full = f->buf.len;
+    for (size_t cut = 1; cut < full; cut++) {
+        f->buf.len = full - cut;
+        /* Below 64 + 13 bytes there is no room for a signature and an envelope. */
+        assert_int_equal(check(f), full - cut < 77 ? NSRV_GOSSIP_ESIZE : NSRV_GOSSIP_EDECODE);
+    }
+    f->buf.len = full;
+    /* A forged datagram burnt nothing: seq 1 is still accepted. */
+    assert_false(info(f, 1).has_incarnation);
+    assert_int_equal(check(f), 0);
+    assert_int_equal(info(f, 1).accepted, 1);
+}
+
+/* A forged higher incarnation must not reset the window or the offset. */
+static void test_forged_incarnation_changes_nothing(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m = msg(10, 100);
+    assert_int_equal(send_msg(f, &m), 0);
+    m = msg(1, 100);
+    m.src_inc = GT_INC + 1;
+    enc(f, &m, f->k21.sk); /* wrong key */
+    assert_int_equal(check(f), NSRV_GOSSIP_EBAD_SIG);
+    nsrv_gossip_peer_info_t i = info(f, 1);
+    assert_int_equal(i.incarnation, GT_INC);
+    assert_int_equal(i.top_seq, 10);
+    m = msg(10, 100);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EREPLAY);
+    m = msg(9, 100);
+    assert_int_equal(send_msg(f, &m), 0);
+}
+
+static void test_reordered_inside_window(void **state) {
+    fx_t *f = *state;
+    const uint64_t order[] = {5, 3, 4, 1, 2, 300, 100, 299, 45, 46};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(order); i++) {
+        nsrv_gossip_msg_t m = msg(order[i], 10 * order[i]);
+        assert_int_equal(send_msg(f, &m), 0);
+    }
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(order); i++) {
+        nsrv_gossip_msg_t m = msg(order[i], 10 * order[i]);
+        int rc = send_msg(f, &m);
+        assert_int_equal(rc, NSRV_GOSSIP_EREPLAY);
+    }
+    /* Gaps stay open until they fall out of the window. */
+    nsrv_gossip_msg_t m = msg(200, 1);
+    assert_int_equal(send_msg(f, &m), 0);
+    assert_int_equal(info(f, 1).accepted, NSRV_ARRAY_LEN(order) + 1);
+}
+
+static void test_new_incarnation_resets(void **state) {
+    fx_t *f = *state;
+    for (uint64_t s = 1; s <= 100; s++) {
+        nsrv_gossip_msg_t m = msg(s, 500000 + s);
+        assert_int_equal(send_msg(f, &m), 0);
+    }
+    assert_int_equal(info(f, 1).offset_ms, T0 - 500100);
+    /* Restarted sender: new incarnation, seq and clock start again. */
+    nsrv_gossip_msg_t m = msg(1, 20);
+    m.src_inc = GT_INC + 60000;
+    assert_int_equal(send_msg(f, &m), 0);
+    nsrv_gossip_peer_info_t i = info(f, 1);
+    assert_true(i.new_incarnation);
+    assert_int_equal(i.incarnation, GT_INC + 60000);
+    assert_int_equal(i.top_seq, 1);
+    assert_int_equal(i.offset_ms, T0 - 20); /* offset restarted with the clock */
+    for (uint64_t s = 2; s <= 100; s++) {
+        m = msg(s, 20 + s);
+        m.src_inc = GT_INC + 60000;
+        assert_int_equal(send_msg(f, &m), 0);
+    }
+    assert_false(info(f, 1).new_incarnation);
+    /* The previous incarnation is over. */
+    m = msg(101, 500101);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EOLD_INC);
+}
+
+/*
+ * Age mapping: a copy of a datagram that arrives 100 s late maps to the same
+ * local instant as the original, and the naive recv - age would not. The
+ * sender keeps gossiping every 5 s meanwhile, as it does in reality.
+ */
+static void test_age_mapping_delay_and_replay(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000), 0); /* nothing accepted yet */
+
+    /* Sender clock = local clock - (T0 - 50000); seq 2 arrives at once. */
+    const uint64_t base = T0 - 50000;
+    nsrv_gossip_msg_t m2 = msg(2, 50000);
+    enc(f, &m2, f->k11.sk);
+    nsrv_buf_t orig = NSRV_BUF_INIT;
+    nsrv_buf_append(&orig, f->buf.data, f->buf.len);
+    assert_int_equal(check_at(f, &f->from1, T0, GT_WALL), 0);
+    uint64_t ls2 = nsrv_gossip_peer_last_seen(p, 50000, 3000);
+    assert_int_equal(ls2, T0 - 3000);
+
+    /* 100 s of prompt traffic (seq 3..22, every 5 s). */
+    uint64_t seq = 3;
+    for (uint64_t t = T0 + 5000; t <= T0 + 100000; t += 5000) {
+        nsrv_gossip_msg_t m = msg(seq++, t - base);
+        enc(f, &m, f->k11.sk);
+        assert_int_equal(check_at(f, &f->from1, t, GT_WALL), 0);
+    }
+
+    /* The original datagram replayed 100 s later: refused, mapping unchanged. */
+    nsrv_buf_reset(&f->buf);
+    nsrv_buf_append(&f->buf, orig.data, orig.len);
+    assert_int_equal(check_at(f, &f->from1, T0 + 100000, GT_WALL), NSRV_GOSSIP_EREPLAY);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000), ls2);
+
+    /* seq 1, sent 1 s before seq 2, is delivered 100 s late (held in a queue). */
+    nsrv_gossip_msg_t m1 = msg(1, 49000);
+    enc(f, &m1, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0 + 100000, GT_WALL), 0);
+    uint64_t ls1 = nsrv_gossip_peer_last_seen(p, 49000, 3000);
+    assert_int_equal(ls1, T0 - 1000 - 3000);           /* as if it had arrived on time */
+    assert_true(ls1 + 100000 <= (T0 + 100000) - 3000); /* the naive value is 100 s later */
+    /* The delayed sample did not move the offset. */
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)base);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000), ls2);
+
+    /* Saturation at 0: an age older than the whole mapped clock. */
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 0, UINT32_MAX), 0);
+    /* Never later than the receive time of the packet. */
+    assert_true(nsrv_gossip_peer_last_seen(p, 100000 + 50000, 0) <= T0 + 100000);
+    nsrv_buf_deinit(&orig);
+}
+
+/*
+ * The peer falls silent for 100 s (or an attacker blocks it), then a packet
+ * held back 25 s (still inside the 30 s freshness window) is delivered: the
+ * offset may rise by 1 ms per second of silence, not by the 25 s delay.
+ */
+static void test_age_mapping_after_silence(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    const uint64_t base = T0 - 50000;
+    nsrv_gossip_msg_t m = msg(1, 50000);
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0, GT_WALL), 0);
+    /* Sent at local T0 + 75 s, delivered at T0 + 100 s. */
+    m = msg(2, T0 + 75000 - base);
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0 + 100000, GT_WALL), 0);
+    int64_t off = info(f, 1).offset_ms;
+    assert_true(off > (int64_t)base && off <= (int64_t)base + 100); /* <= 100 s x 1 ms/s */
+    uint64_t ls = nsrv_gossip_peer_last_seen(p, T0 + 75000 - base, 0);
+    assert_true(ls <= T0 + 75000 + 100);
+    /* Prompt packets let it settle on the true value again. */
+    m = msg(3, T0 + 101000 - base);
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0 + 101000, GT_WALL), 0);
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)base);
+}
+
+static void test_offset_tracks_minimum(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    /* Sender clock = local clock - 700000; one-way delays 5, 2, 9 ms. */
+    const uint64_t base = 700000;
+    const uint64_t delays[] = {5, 2, 9};
+    uint64_t seq = 1;
+    for (size_t i = 0; i < 3; i++) {
+        uint64_t sent = T0 + i * 1000;
+        nsrv_gossip_msg_t m = msg(seq++, sent - base);
+        enc(f, &m, f->k11.sk);
+        assert_int_equal(check_at(f, &f->from1, sent + delays[i], GT_WALL), 0);
+    }
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)(base + 2));
+    /* last_seen maps through the minimum: (sent - base) - age + base + 2. */
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, T0 + 1000 - base, 500), T0 + 1000 - 500 + 2);
+
+    /* The network slows to 7 ms for two minutes: the old minimum expires. */
+    uint64_t now = T0 + 3000;
+    for (; now < T0 + 120000; now += 5000) {
+        nsrv_gossip_msg_t m = msg(seq++, now - base);
+        enc(f, &m, f->k11.sk);
+        assert_int_equal(check_at(f, &f->from1, now + 7, GT_WALL), 0);
+    }
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)(base + 7));
+    /* A faster packet lowers it at once. */
+    nsrv_gossip_msg_t m = msg(seq++, now - base);
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, now + 1, GT_WALL), 0);
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)(base + 1));
+    /* A sender clock ahead of ours gives a negative offset; mapping still works. */
+    nsrv_gossip_msg_t far = msg(seq++, now + 5000000);
+    enc(f, &far, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, now + 1, GT_WALL), 0);
+    assert_int_equal(info(f, 1).offset_ms, -5000000 + 1);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, now + 5000000, 100), now + 1 - 100);
+}
+
+static void test_rotation_two_keys(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m = msg(1, 1);
+    assert_int_equal(send_msg(f, &m), 0);
+    m = msg(2, 1);
+    m.key_id = 2;
+    enc(f, &m, f->k12.sk);
+    assert_int_equal(check(f), 0);
+    assert_int_equal(info(f, 1).last_key_id, 2);
+
+    /* Reload with only key 2: key 1 refused, the window survives the reload. */
+    nsrv_gossip_key_t k2 = {2, {0}};
+    memcpy(k2.pk, f->k12.pk, 32);
+    nsrv_gossip_key_t k3 = {1, {0}};
+    memcpy(k3.pk, f->k21.pk, 32);
+    nsrv_gossip_peer_conf_t conf[2] = {{1, "10.0.0.1:7946", &k2, 1}, {3, "[fd00::3]:7946", &k3, 1}};
+    nsrv_gossip_peer_t *before = nsrv_gossip_peers_find(f->t, 1);
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, conf, 2), 0);
+    assert_ptr_equal(nsrv_gossip_peers_find(f->t, 1), before);
+    m = msg(3, 1);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_EKEY_ID);
+    m = msg(2, 1);
+    m.key_id = 2;
+    enc(f, &m, f->k12.sk);
+    assert_int_equal(check(f), NSRV_GOSSIP_EREPLAY);
+    m.seq = 3;
+    enc(f, &m, f->k12.sk);
+    assert_int_equal(check(f), 0);
+    assert_int_equal(info(f, 1).accepted, 3);
+    size_t n;
+    const nsrv_gossip_key_t *keys = nsrv_gossip_peer_keys(before, &n);
+    assert_int_equal(n, 1);
+    assert_int_equal(keys[0].key_id, 2);
+}
+
+static void test_configure(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_key_t k = {1, {0}};
+    memcpy(k.pk, f->k11.pk, 32);
+    nsrv_gossip_key_t dup[2] = {k, k};
+    /* Invalid lists leave the table as it was. */
+    nsrv_gossip_peer_conf_t bad[][2] = {
+        {{1, "10.0.0.1:7946", &k, 1}, {1, "10.0.0.2:7946", &k, 1}}, /* duplicate id */
+        {{1, "10.0.0.1", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},      /* no port */
+        {{1, "10.0.0.1:0", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},    /* port 0 */
+        {{1, "host:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},     /* a name */
+        {{0, "10.0.0.1:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}}, /* id 0 */
+        {{255, "10.0.0.1:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},
+        {{1, "10.0.0.1:7946", &k, 0}, {4, "10.0.0.2:7946", &k, 1}},  /* no key */
+        {{1, "10.0.0.1:7946", dup, 2}, {4, "10.0.0.2:7946", &k, 1}}, /* duplicate key id */
+        {{1, "[fd00::1:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},
+        {{1, "10.0.0.1:65536", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},
+    };
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(bad); i++)
+        assert_int_equal(nsrv_gossip_peers_configure(f->t, bad[i], 2), -EINVAL);
+    assert_int_equal(nsrv_gossip_peers_count(f->t), 2);
+    assert_int_equal(nsrv_gossip_peer_id(nsrv_gossip_peers_at(f->t, 0)), 1);
+    assert_int_equal(nsrv_gossip_peer_id(nsrv_gossip_peers_at(f->t, 1)), 3);
+    assert_null(nsrv_gossip_peers_at(f->t, 2));
+
+    /* Drop node 3, add node 7; node 1 moves to a new address. */
+    nsrv_gossip_peer_conf_t ok[2] = {{7, "127.0.0.7:7000", &k, 1}, {1, "10.0.0.11:7946", &k, 1}};
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, ok, 2), 0);
+    assert_int_equal(nsrv_gossip_peers_count(f->t), 2);
+    assert_null(nsrv_gossip_peers_find(f->t, 3));
+    assert_int_equal(nsrv_gossip_peer_id(nsrv_gossip_peers_at(f->t, 1)), 7);
+    socklen_t len;
+    const struct sockaddr_in *a =
+        (const struct sockaddr_in *)nsrv_gossip_peer_addr(nsrv_gossip_peers_find(f->t, 1), &len);
+    assert_int_equal(len, sizeof *a);
+    assert_int_equal(ntohs(a->sin_port), 7946);
+    nsrv_gossip_msg_t m = msg(1, 1);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_ESRC_ADDR);
+    struct sockaddr_in from = gt_sin("10.0.0.11", 7946);
+    assert_int_equal(check_at(f, &from, T0, GT_WALL), 0);
+    /* Empty list: every peer goes. */
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, NULL, 0), 0);
+    assert_int_equal(nsrv_gossip_peers_count(f->t), 0);
+}
+
+static void test_ipv6_and_mapped(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_msg_t m = msg(1, 1);
+    m.src = 3;
+    enc(f, &m, f->k21.sk);
+    struct sockaddr_in6 from6;
+    memset(&from6, 0, sizeof from6);
+    from6.sin6_family = AF_INET6;
+    inet_pton(AF_INET6, "fd00::3", &from6.sin6_addr);
+    assert_int_equal(check_at(f, &from6, T0, GT_WALL), 0);
+    inet_pton(AF_INET6, "fd00::4", &from6.sin6_addr);
+    m.seq = 2;
+    enc(f, &m, f->k21.sk);
+    assert_int_equal(check_at(f, &from6, T0, GT_WALL), NSRV_GOSSIP_ESRC_ADDR);
+    /* Node 1 (IPv4) seen through a dual-stack socket. */
+    m = msg(1, 1);
+    enc(f, &m, f->k11.sk);
+    inet_pton(AF_INET6, "::ffff:10.0.0.1", &from6.sin6_addr);
+    assert_int_equal(check_at(f, &from6, T0, GT_WALL), 0);
+
+    struct sockaddr_storage ss;
+    socklen_t len;
+    assert_int_equal(nsrv_gossip_addr_parse("[::1]:1", &ss, &len), 0);
+    assert_int_equal(ss.ss_family, AF_INET6);
+    assert_int_equal(nsrv_gossip_addr_parse("[::1]", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_gossip_addr_parse("::1:80", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_gossip_addr_parse("1.2.3.4:+80", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_gossip_addr_parse(":80", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_gossip_addr_parse(NULL, &ss, &len), -EINVAL);
+}
+
+static void test_pull_request_path(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_sender_t s;
+    gt_sender(&s, 1, 1, &f->k11);
+    uint8_t nonce[16] = {1, 2, 3};
+    uint64_t keys[1] = {0x1234};
+    nsrv_gossip_send_opts_t o = gt_opts(ME, 0, 5000);
+    nsrv_buf_t req = NSRV_BUF_INIT;
+    assert_int_equal(nsrv_gossip_sender_pull_req(&s, &o, nonce, keys, 1, &req), 0);
+    const uint8_t *body = (const uint8_t *)req.data + 4;
+    size_t blen = req.len - 4;
+    nsrv_gossip_msg_t out;
+    nsrv_gossip_peer_t *p;
+    const struct sockaddr *from = (const struct sockaddr *)&f->from1;
+    assert_int_equal(nsrv_gossip_peer_check_pull(f->t, ME, GT_CLUSTER, body, blen, from, T0,
+                                                 GT_WALL, &out, &f->arena, &p),
+                     0);
+    assert_int_equal(out.type, NSRV_GOSSIP_PULL_REQ);
+    assert_memory_equal(out.body.pull.nonce, nonce, 16);
+    /* A replayed request is refused. */
+    assert_int_equal(nsrv_gossip_peer_check_pull(f->t, ME, GT_CLUSTER, body, blen, from, T0,
+                                                 GT_WALL, &out, &f->arena, &p),
+                     NSRV_GOSSIP_EREPLAY);
+    /* Sent to node 3: refused here. */
+    o.dst = 3;
+    nsrv_buf_reset(&req);
+    assert_int_equal(nsrv_gossip_sender_pull_req(&s, &o, nonce, keys, 1, &req), 0);
+    assert_int_equal(nsrv_gossip_peer_check_pull(f->t, ME, GT_CLUSTER,
+                                                 (const uint8_t *)req.data + 4, req.len - 4, from,
+                                                 T0, GT_WALL, &out, &f->arena, &p),
+                     NSRV_GOSSIP_EDST);
+    /* A UDP type over TCP. */
+    nsrv_gossip_msg_t m = msg(10, 1);
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(nsrv_gossip_peer_check_pull(f->t, ME, GT_CLUSTER, (const uint8_t *)f->buf.data,
+                                                 f->buf.len, from, T0, GT_WALL, &out, &f->arena,
+                                                 &p),
+                     NSRV_GOSSIP_ETYPE);
+    /* Larger than any request may be. */
+    assert_int_equal(nsrv_gossip_peer_check_pull(f->t, ME, GT_CLUSTER, body,
+                                                 NSRV_GOSSIP_PULL_REQ_MAX + 1, from, T0, GT_WALL,
+                                                 &out, &f->arena, &p),
+                     NSRV_GOSSIP_ESIZE);
+    /* Requests may exceed the UDP budget: 2000 keys. */
+    uint64_t *many = nsrv_malloc(2000 * sizeof *many);
+    for (int i = 0; i < 2000; i++)
+        many[i] = (uint64_t)i * 1000003;
+    o.dst = ME;
+    nsrv_buf_reset(&req);
+    assert_int_equal(nsrv_gossip_sender_pull_req(&s, &o, nonce, many, 2000, &req), 0);
+    assert_true(req.len > 1200);
+    assert_int_equal(nsrv_gossip_peer_check_pull(f->t, ME, GT_CLUSTER,
+                                                 (const uint8_t *)req.data + 4, req.len - 4, from,
+                                                 T0, GT_WALL, &out, &f->arena, &p),
+                     0);
+    assert_int_equal(out.body.pull.n, 2000);
+    nsrv_free(many);
+    nsrv_buf_deinit(&req);
+    nsrv_gossip_sender_deinit(&s);
+}
+
+static void test_incarnation_persistence(void **state) {
+    (void)state;
+    char dir[] = "/tmp/gossip_inc_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/sub/incarnation", dir);
+    uint64_t inc = 0;
+    assert_int_equal(nsrv_gossip_incarnation_next(path, 5000, &inc), 0);
+    assert_int_equal(inc, 5000);
+    /* The clock went backwards: still rises. */
+    assert_int_equal(nsrv_gossip_incarnation_next(path, 100, &inc), 0);
+    assert_int_equal(inc, 5001);
+    assert_int_equal(nsrv_gossip_incarnation_next(path, 9000, &inc), 0);
+    assert_int_equal(inc, 9000);
+    char *text;
+    size_t len;
+    assert_int_equal(nsrv_file_read_all(path, 100, &text, &len), 0);
+    assert_string_equal(text, "9000\n");
+    nsrv_free(text);
+    /* A damaged file is reported, not silently replaced. */
+    assert_int_equal(nsrv_file_write_atomic(path, "12x\n", 4, false), 0);
+    inc = 77;
+    assert_int_equal(nsrv_gossip_incarnation_next(path, 100, &inc), -EINVAL);
+    assert_int_equal(inc, 77);
+    assert_int_equal(nsrv_file_write_atomic(path, "", 0, false), 0);
+    assert_int_equal(nsrv_gossip_incarnation_next(path, 100, &inc), -EINVAL);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    rmdir(path);
+    rmdir(dir);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        T(test_accept),
+        T(test_reject_cheap_checks),
+        T(test_reject_incarnation),
+        T(test_reject_replay),
+        T(test_reject_sig_and_decode),
+        T(test_forged_incarnation_changes_nothing),
+        T(test_reordered_inside_window),
+        T(test_new_incarnation_resets),
+        T(test_age_mapping_delay_and_replay),
+        T(test_age_mapping_after_silence),
+        T(test_offset_tracks_minimum),
+        T(test_rotation_two_keys),
+        T(test_configure),
+        T(test_ipv6_and_mapped),
+        T(test_pull_request_path),
+        cmocka_unit_test(test_incarnation_persistence),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
