@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     int conns = 8, depth = 16, seconds = 10, version = 479;
     const char *topics[64];
     int n_topics = 0, sim_brokers = 0, sim_topics = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
             usage();
@@ -94,7 +94,6 @@ int main(int argc, char **argv) {
             usage();
             return 2;
         }
-        i++;
     }
     if (!addr || conns < 1 || conns > MAX_CONNS || depth < 1 || depth > MAX_DEPTH || seconds < 1 ||
         seconds > 600 || (!n_topics && (sim_brokers < 1 || sim_topics < 1))) {
