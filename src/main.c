@@ -2,13 +2,46 @@
 /* nsrvd: command line → configuration → server. Nothing else lives here. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nsrv/buf.h"
 #include "nsrv/config.h"
 #include "nsrv/log.h"
+#include "nsrv/seal.h"
 #include "nsrv/server.h"
 #include "nsrv/status_cli.h"
+
+/* `nsrvd keygen -o FILE -n NODE [-k KEY_ID]`: a gossip key pair; prints the peers' config line. */
+static int keygen(int argc, char **argv) {
+    const char *out = NULL;
+    long node = -1, key_id = 1;
+    for (int i = 0; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "-o"))
+            out = argv[i + 1];
+        else if (!strcmp(argv[i], "-n"))
+            node = strtol(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "-k"))
+            key_id = strtol(argv[i + 1], NULL, 10);
+        else
+            out = NULL, node = -1, i = argc;
+    }
+    if (!out || node < 1 || node > 254 || key_id < 1 || key_id > 255 || argc % 2) {
+        fprintf(stderr,
+                "usage: nsrvd keygen -o SECRET_KEY_FILE -n NODE_ID(1..254) [-k KEY_ID(1..255)]\n"
+                "  writes the secret key (mode 0600, never overwrites) and prints the line\n"
+                "  to add to every peer's gossipPeerKeys\n");
+        return 1;
+    }
+    char line[NSRV_SEAL_LINE_MAX];
+    int rc = nsrv_seal_keygen_files(out, (uint8_t)node, (uint8_t)key_id, line, sizeof line);
+    if (rc != 0) {
+        fprintf(stderr, "nsrvd keygen: %s: %s\n", out, strerror(-rc));
+        return 1;
+    }
+    printf("%s\n", line);
+    return 0;
+}
 
 int main(int argc, char **argv) {
     nsrv_cli_t cli;
@@ -28,6 +61,8 @@ int main(int argc, char **argv) {
     }
     if (cli.subcommand && strcmp(cli.subcommand, "status") == 0)
         return nsrv_status_cli(cli.sub_argc, cli.sub_argv);
+    if (cli.subcommand && strcmp(cli.subcommand, "keygen") == 0)
+        return keygen(cli.sub_argc, cli.sub_argv);
     if (cli.subcommand) {
         fprintf(stderr, "nsrvd: unknown command '%s'\n", cli.subcommand);
         nsrv_cli_usage(stderr);
@@ -57,7 +92,7 @@ int main(int argc, char **argv) {
     nsrv_config_warn_unknown(&cfg);
     /* A peer that vanishes mid-write must not kill the process. */
     signal(SIGPIPE, SIG_IGN);
-    int rc = nsrv_server_run(&cfg);
+    int rc = nsrv_server_run(&cfg, cli.config_file);
     nsrv_config_free(&cfg);
     return rc;
 }

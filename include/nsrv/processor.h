@@ -48,6 +48,12 @@ void nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t 
                            uint64_t now_ms, nsrv_arena_t *arena, nsrv_buf_t *body_out,
                            nsrv_cmd_t *resp);
 
+/* Called for every UNREGISTER_BROKER a broker sends, before it is applied
+ * (gossip spreads it as a tombstone). fn NULL disables it. */
+typedef void (*nsrv_unregister_hook_t)(void *ud, const char *cluster, const char *addr,
+                                       const char *name, int64_t id);
+void nsrv_processor_set_unregister_hook(nsrv_processor_t *p, nsrv_unregister_hook_t fn, void *ud);
+
 /* Fills *resp with GO_AWAY (1500, "please go away") for req. */
 void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp);
 

@@ -9,7 +9,8 @@ struct nsrv_config;
 
 /*
  * Loads the KV store, binds, prints the boot line and runs until shutdown.
- * Returns the process exit code: 0 after a graceful shutdown, non-zero when
+ * config_file (may be NULL) is re-read on SIGHUP to reload the gossip peers
+ * and keys. Returns the process exit code: 0 after a graceful shutdown, non-zero when
  * start-up failed (the reason is logged).
  */
-int nsrv_server_run(struct nsrv_config *cfg);
+int nsrv_server_run(struct nsrv_config *cfg, const char *config_file);

@@ -89,6 +89,8 @@ void proc_unregister_broker(proc_ctx_t *ctx) {
         return; /* nothing can match; Java answers SUCCESS as well */
     int64_t id = 0;
     proc_ext_i64(ctx, "brokerId", &id);
+    if (ctx->p->unregister_hook)
+        ctx->p->unregister_hook(ctx->p->unregister_ud, cluster, addr, name, id);
     nsrv_route_unregister_broker(ctx->p->rt, cluster, addr, name, id);
 }
 

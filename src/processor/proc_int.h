@@ -12,6 +12,8 @@ struct nsrv_processor {
     nsrv_route_t *rt;
     nsrv_kv_t *kv;
     uint64_t start_ms;
+    nsrv_unregister_hook_t unregister_hook;
+    void *unregister_ud;
 };
 
 /* Everything one handler needs for one request. */

@@ -32,6 +32,11 @@ void nsrv_processor_destroy(nsrv_processor_t **p) {
     }
 }
 
+void nsrv_processor_set_unregister_hook(nsrv_processor_t *p, nsrv_unregister_hook_t fn, void *ud) {
+    p->unregister_hook = fn;
+    p->unregister_ud = ud;
+}
+
 const char *nsrv_request_code_name(int32_t code) {
     switch (code) {
 #define X(c, name, handler)                                                                        \

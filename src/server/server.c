@@ -19,6 +19,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/config.h"
+#include "nsrv/gossip.h"
 #include "nsrv/kv.h"
 #include "nsrv/log.h"
 #include "nsrv/processor.h"
@@ -83,6 +84,13 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         uv_close((uv_handle_t *)&srv->listener, NULL);
     }
     /* The status endpoint stays up: /health now answers 503 while we drain. */
+    if (srv->gossip) {
+        srv->gossip_status = NULL;
+        srv->gossip_metrics = NULL;
+        srv->liveness_source = NULL;
+        nsrv_gossip_stop(srv->gossip);
+        srv->gossip = NULL;
+    }
     uv_timer_start(&srv->deadline_timer, deadline_cb,
                    (uint64_t)srv->cfg->shutdown_wait_time_seconds * 1000u, 0);
     for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
@@ -93,10 +101,32 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         uv_stop(&srv->loop);
 }
 
+/* SIGHUP: re-reads the config file for what can change live: the gossip peers,
+ * their keys and our signing key (key rotation), and the log level. */
+static void reload(nsrv_server_t *srv) {
+    if (!srv->config_file) {
+        nsrv_log_notice("SERVER", "SIGHUP: no config file to reload");
+        return;
+    }
+    nsrv_config_t fresh;
+    char err[512] = "";
+    nsrv_config_init_defaults(&fresh);
+    if (nsrv_config_load_file(&fresh, srv->config_file, err, sizeof err) != 0) {
+        nsrv_log_error("SERVER", "SIGHUP: keeping the running config: %s", err);
+    } else {
+        nsrv_config_apply_log_level(&fresh);
+        if (srv->gossip && nsrv_gossip_reload(srv->gossip, &fresh, err, sizeof err) != 0)
+            nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
+        else
+            nsrv_log_notice("SERVER", "SIGHUP: reloaded '%s'", srv->config_file);
+    }
+    nsrv_config_free(&fresh);
+}
+
 static void signal_cb(uv_signal_t *h, int signum) {
     nsrv_server_t *srv = h->data;
     if (signum == SIGHUP) {
-        nsrv_log_notice("SERVER", "SIGHUP: nothing to reload");
+        reload(srv);
         return;
     }
     if (++srv->signals_seen > 1) {
@@ -152,10 +182,52 @@ static void init_signal(nsrv_server_t *srv, uv_signal_t *s, int signum) {
     uv_signal_start(s, signal_cb, signum);
 }
 
-int nsrv_server_run(struct nsrv_config *cfg) {
+static void gossip_status_hook(void *ud, nsrv_buf_t *out) {
+    nsrv_server_t *srv = ud;
+    nsrv_gossip_node_status_json(nsrv_gossip_engine(srv->gossip), nsrv_now_mono_ms(), out);
+}
+
+static void gossip_metrics_hook(void *ud, nsrv_buf_t *out) {
+    nsrv_server_t *srv = ud;
+    nsrv_gossip_node_metrics(nsrv_gossip_engine(srv->gossip), out);
+}
+
+static const char *gossip_source_hook(void *ud, const nsrv_route_live_info_t *li) {
+    nsrv_server_t *srv = ud;
+    return nsrv_gossip_node_source(nsrv_gossip_engine(srv->gossip), li);
+}
+
+static void gossip_unregister_hook(void *ud, const char *cluster, const char *addr,
+                                   const char *name, int64_t id) {
+    nsrv_server_t *srv = ud;
+    if (srv->gossip)
+        nsrv_gossip_node_on_unregister(nsrv_gossip_engine(srv->gossip), cluster, addr, name, id,
+                                       nsrv_now_mono_ms());
+}
+
+static int start_gossip(nsrv_server_t *srv) {
+    if (!srv->cfg->gossip_enable)
+        return 0;
+    char err[512] = "";
+    srv->gossip = nsrv_gossip_start(&srv->loop, srv->cfg, srv->rt, err, sizeof err);
+    if (!srv->gossip) {
+        nsrv_log_error("GOSSIP", "cannot start: %s", err);
+        return -1;
+    }
+    srv->gossip_status = gossip_status_hook;
+    srv->gossip_metrics = gossip_metrics_hook;
+    srv->gossip_status_ud = srv;
+    srv->liveness_source = gossip_source_hook;
+    srv->liveness_ud = srv;
+    nsrv_processor_set_unregister_hook(srv->proc, gossip_unregister_hook, srv);
+    return 0;
+}
+
+int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     nsrv_server_t *srv = nsrv_calloc(1, sizeof *srv);
     int exit_code = 1;
     srv->cfg = cfg;
+    srv->config_file = config_file;
     srv->start_ms = nsrv_now_mono_ms();
     nsrv_arena_init(&srv->arena, 16 * 1024);
     nsrv_buf_init(&srv->body);
@@ -182,7 +254,7 @@ int nsrv_server_run(struct nsrv_config *cfg) {
     init_signal(srv, &srv->sig_term, SIGTERM);
     init_signal(srv, &srv->sig_int, SIGINT);
     init_signal(srv, &srv->sig_hup, SIGHUP);
-    if (bind_listener(srv) != 0 || nsrv__status_start(srv) != 0)
+    if (bind_listener(srv) != 0 || nsrv__status_start(srv) != 0 || start_gossip(srv) != 0)
         goto stop_loop;
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);

@@ -40,6 +40,8 @@ struct nsrv_server {
     nsrv_route_t *rt;
     nsrv_kv_t *kv;
     nsrv_processor_t *proc;
+    struct nsrv_gossip *gossip; /* NULL unless gossipEnable */
+    const char *config_file;
     uv_tcp_t listener;
     uv_timer_t scan_timer;
     uv_timer_t idle_timer;

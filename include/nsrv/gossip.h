@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Gossip as the server runs it: the UDP socket, the TCP pull listener and
+ * client, the timers, configuration and SIGHUP reload (transport.c), around
+ * the engine of gossip_node.h. Loop thread only.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsrv/gossip_node.h"
+#include "nsrv/gossip_peer.h"
+
+struct nsrv_config;
+struct uv_loop_s;
+
+typedef struct nsrv_gossip nsrv_gossip_t;
+
+/* Peers parsed from gossipPeers and gossipPeerKeys (gconf.c, pure). */
+typedef struct {
+    nsrv_gossip_peer_conf_t confs[NSRV_GOSSIP_NODE_MAX];
+    size_t n;
+    char addrs[NSRV_GOSSIP_NODE_MAX][64];
+    nsrv_gossip_key_t keys[NSRV_GOSSIP_NODE_MAX][NSRV_GOSSIP_MAX_KEYS];
+} nsrv_gossip_peer_list_t;
+
+/*
+ * Parses gossipPeers ("id@ip:port,...") and gossipPeerKeys
+ * ("id:keyId:base64,...") into list. Every peer needs at least one key; a
+ * key for an unlisted peer, our own id among the peers, a duplicate, or a bad
+ * token is an error naming it. Returns 0 or -EINVAL with a message in err.
+ */
+int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id,
+                            nsrv_gossip_peer_list_t *list, char *err, size_t errlen);
+
+/*
+ * Starts gossip when cfg->gossip_enable: loads the secret key, bumps and
+ * persists the incarnation, binds UDP and TCP on gossipListenAddress:gossipPort,
+ * asks every peer for a full digest (SYNC_REQ) and for everything it holds
+ * (PULL ALL). Returns NULL with a message in err on failure.
+ */
+nsrv_gossip_t *nsrv_gossip_start(struct uv_loop_s *loop, const struct nsrv_config *cfg,
+                                 nsrv_route_t *rt, char *err, size_t errlen);
+/* SIGHUP: applies peers, keys and the signing key of cfg; on error keeps the old ones. */
+int nsrv_gossip_reload(nsrv_gossip_t *g, const struct nsrv_config *cfg, char *err, size_t errlen);
+/* Closes every handle; the object frees itself once they are closed. */
+void nsrv_gossip_stop(nsrv_gossip_t *g);
+nsrv_gossip_node_t *nsrv_gossip_engine(nsrv_gossip_t *g);

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gossipPeers / gossipPeerKeys parsing (include/nsrv/gossip.h). Pure. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nsrv/gossip.h"
+#include "nsrv/seal.h"
+
+static void trim(const char **s, size_t *len) {
+    while (*len && (**s == ' ' || **s == '\t')) {
+        (*s)++;
+        (*len)--;
+    }
+    while (*len && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t'))
+        (*len)--;
+}
+
+/* Calls fn on each non-empty comma-separated token; stops at the first error. */
+static int each_token(const char *list, int (*fn)(void *ud, const char *tok, size_t len),
+                      void *ud) {
+    const char *p = list ? list : "";
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const char *tok = p;
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        trim(&tok, &len);
+        if (len) {
+            int rc = fn(ud, tok, len);
+            if (rc)
+                return rc;
+        }
+        if (!comma)
+            return 0;
+        p = comma + 1;
+    }
+}
+
+typedef struct {
+    nsrv_gossip_peer_list_t *l;
+    uint8_t self;
+    char *err;
+    size_t errlen;
+    size_t nkeys[NSRV_GOSSIP_NODE_MAX];
+} parse_ctx_t;
+
+static int find_peer(const nsrv_gossip_peer_list_t *l, uint8_t id) {
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->confs[i].node_id == id)
+            return (int)i;
+    }
+    return -1;
+}
+
+static int peer_token(void *ud, const char *tok, size_t len) {
+    parse_ctx_t *c = ud;
+    const char *at = memchr(tok, '@', len);
+    char idtxt[8];
+    size_t idlen = at ? (size_t)(at - tok) : 0;
+    if (!at || idlen == 0 || idlen >= sizeof idtxt || len - idlen - 1 >= 64) {
+        snprintf(c->err, c->errlen, "gossipPeers: '%.*s' is not id@ip:port", (int)len, tok);
+        return -EINVAL;
+    }
+    memcpy(idtxt, tok, idlen);
+    idtxt[idlen] = '\0';
+    char *end;
+    long id = strtol(idtxt, &end, 10);
+    if (*end || id < NSRV_GOSSIP_NODE_MIN || id > NSRV_GOSSIP_NODE_MAX) {
+        snprintf(c->err, c->errlen, "gossipPeers: bad node id in '%.*s' (1..254)", (int)len, tok);
+        return -EINVAL;
+    }
+    if (id == c->self || find_peer(c->l, (uint8_t)id) >= 0 || c->l->n == NSRV_GOSSIP_NODE_MAX) {
+        snprintf(c->err, c->errlen, "gossipPeers: node %ld listed twice or is this node", id);
+        return -EINVAL;
+    }
+    size_t i = c->l->n;
+    snprintf(c->l->addrs[i], sizeof c->l->addrs[i], "%.*s", (int)(len - idlen - 1), at + 1);
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (nsrv_gossip_addr_parse(c->l->addrs[i], &ss, &sl) != 0) {
+        snprintf(c->err, c->errlen, "gossipPeers: '%s' is not a literal ip:port", c->l->addrs[i]);
+        return -EINVAL;
+    }
+    c->l->confs[i].node_id = (uint8_t)id;
+    c->l->confs[i].addr = c->l->addrs[i];
+    c->l->confs[i].keys = c->l->keys[i];
+    c->l->n++;
+    return 0;
+}
+
+static int key_token(void *ud, const char *tok, size_t len) {
+    parse_ctx_t *c = ud;
+    uint8_t node, key_id, pk[NSRV_SEAL_PK_LEN];
+    if (nsrv_seal_pubkey_token_parse((nsrv_str_t){tok, len}, &node, &key_id, pk) != 0) {
+        snprintf(c->err, c->errlen, "gossipPeerKeys: '%.*s' is not id:keyId:base64", (int)len, tok);
+        return -EINVAL;
+    }
+    int i = find_peer(c->l, node);
+    if (i < 0) {
+        if (node == c->self)
+            return 0; /* our own public key may sit in a shared list */
+        snprintf(c->err, c->errlen, "gossipPeerKeys: node %u is not in gossipPeers", node);
+        return -EINVAL;
+    }
+    if (c->nkeys[i] == NSRV_GOSSIP_MAX_KEYS) {
+        snprintf(c->err, c->errlen, "gossipPeerKeys: more than %d keys for node %u",
+                 NSRV_GOSSIP_MAX_KEYS, node);
+        return -EINVAL;
+    }
+    for (size_t k = 0; k < c->nkeys[i]; k++) {
+        if (c->l->keys[i][k].key_id == key_id) {
+            snprintf(c->err, c->errlen, "gossipPeerKeys: key %u of node %u listed twice", key_id,
+                     node);
+            return -EINVAL;
+        }
+    }
+    c->l->keys[i][c->nkeys[i]].key_id = key_id;
+    memcpy(c->l->keys[i][c->nkeys[i]].pk, pk, NSRV_SEAL_PK_LEN);
+    c->nkeys[i]++;
+    c->l->confs[i].nkeys = c->nkeys[i];
+    return 0;
+}
+
+int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id,
+                            nsrv_gossip_peer_list_t *list, char *err, size_t errlen) {
+    memset(list, 0, sizeof *list);
+    parse_ctx_t c = {list, self_id, err, errlen, {0}};
+    int rc = each_token(peers, peer_token, &c);
+    if (rc == 0)
+        rc = each_token(keys, key_token, &c);
+    for (size_t i = 0; rc == 0 && i < list->n; i++) {
+        if (list->confs[i].nkeys == 0) {
+            snprintf(err, errlen, "gossipPeerKeys: no public key for node %u",
+                     list->confs[i].node_id);
+            rc = -EINVAL;
+        }
+    }
+    return rc;
+}
