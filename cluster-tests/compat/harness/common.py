@@ -207,11 +207,15 @@ def cleanup() -> None:
             p.kill()
 
 
+class Interrupted(BaseException):
+    """Raised in the main thread by SIGINT/SIGTERM/SIGHUP (e.g. the run's overall timeout)."""
+
+
 def install_signal_handlers() -> None:
     def handler(signum, frame):  # noqa: ARG001
         log(f"signal {signum}: stopping every process the suite started")
         cleanup()
-        os._exit(130)
+        raise Interrupted(f"signal {signum}")
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 import common
-from common import COUNTED_FAIL, COUNTED_PASS, FAIL, RESULTS, Config, cleanup, install_signal_handlers, log
+from common import COUNTED_FAIL, COUNTED_PASS, FAIL, PASS, RESULTS, Config, cleanup, install_signal_handlers, log
 
 ALL_PEERS = ["java533", "java497", "go", "go211", "node"]
 SCENARIO_TITLES = {
@@ -63,6 +63,8 @@ def main(argv) -> int:
         log(f"NOTE: no nsrvd binary at {nsrvd}; nsrvd cells are skipped")
     try:
         run_phases(scenarios)
+    except common.Interrupted as e:
+        RESULTS.set(0, "(run interrupted)", "5.3.3", "java", FAIL, f"interrupted by {e}; cells not shown did not run")
     finally:
         cleanup()
     print_table(time.time() - t0)
@@ -126,8 +128,19 @@ def run_phases(scenarios) -> None:
         guarded(7, phase_b.s7)
 
 
+ROW_ORDER = ["mqadmin 5.3.3", "mqadmin 4.9.7", "Java client 5.3.3", "Java client 4.9.7", "Go client v2.1.2",
+             "Go client v2.1.1", "ali-ons", "broker 5.3.3", "broker 4.9.7", "slave 5.3.3", "slave 4.9.7",
+             "master 5.3.3", "master 4.9.7", "brokers 5.3.3", "differential replay vs Java 5.3.3",
+             "differential replay vs Java 4.9.7"]
+
+
+def _row_key(r) -> tuple:
+    rank = next((i for i, p in enumerate(ROW_ORDER) if r.peer.startswith(p)), len(ROW_ORDER))
+    return (r.scenario, rank, RESULTS.rows.index(r))
+
+
 def print_table(elapsed: float) -> None:
-    rows = sorted(RESULTS.rows, key=lambda r: r.scenario)
+    rows = sorted(RESULTS.rows, key=_row_key)
     w = max([len(r.peer) for r in rows] + [10])
     print()
     print(f"{'#':>2}  {'peer / check':<{w}}  {'nsrvd':<12}  Java NameServer")
@@ -140,12 +153,12 @@ def print_table(elapsed: float) -> None:
         js = (f"{j.status} ({r.oracle})" if j else "-")
         print(f"{r.scenario:>2}  {r.peer:<{w}}  {ns:<12}  {js}")
         for col, c in r.cells.items():
-            if c.status in (FAIL,) or c.status not in COUNTED_PASS and c.detail:
+            if c.status != PASS and c.detail:
                 evid.append(f"  [{r.scenario}] {r.peer} / {col}: {c.status}: {c.detail}"
                             + (f"\n      evidence: {c.evidence}" if c.evidence else ""))
     print()
     if evid:
-        print("Failures and notes:")
+        print("Failures and notes (every cell's evidence is under cells/ in the log directory):")
         print("\n".join(evid))
         print()
     print(f"logs: {common.cfg().logdir}   runtime: {elapsed / 60:.1f} min")

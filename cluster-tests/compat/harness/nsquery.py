@@ -64,9 +64,26 @@ def canon(obj: Any) -> Any:
     return obj
 
 
-def canon_text(raw: str) -> str:
+FIELDS_5X = ("enableActingMaster", "zoneName", "topicQueueMappingByBroker")
+
+
+def strip_5x(obj: Any) -> Any:
+    """Drops the bean fields that only 5.x has (BrokerData.enableActingMaster/zoneName,
+    TopicRouteData.topicQueueMappingByBroker), to compare nsrvd (which always answers in the
+    5.x shape, like a 5.x NameServer) with a 4.9.7 NameServer."""
+    if isinstance(obj, dict):
+        return {k: strip_5x(v) for k, v in obj.items() if k not in FIELDS_5X}
+    if isinstance(obj, list):
+        return [strip_5x(v) for v in obj]
+    return obj
+
+
+def canon_text(raw: str, *, for_497: bool = False) -> str:
     """Canonical JSON text of a fastjson body, with broker addresses replaced by labels."""
-    return json.dumps(canon(rmq.loads_lenient(normalize(raw))), sort_keys=True)
+    obj = rmq.loads_lenient(normalize(raw))
+    if for_497:
+        obj = strip_5x(obj)
+    return json.dumps(canon(obj), sort_keys=True)
 
 
 def parse_cluster_list(text: str) -> List[Tuple[str, ...]]:
