@@ -271,6 +271,20 @@ def steps() -> List[Step]:
         Step("unreg/cluster-info", RC.GET_BROKER_CLUSTER_INFO),
         Step("unreg/all-topics", RC.GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
     ]
+    # ---- malformed frames: Java closes the connection without a reply ----------------------------
+    good = rmq.encode_frame(rmq.make_request(RC.GET_BROKER_CLUSTER_INFO, None, opaque=1))
+    S += [
+        Step("raw/serialize-type-2", 0, conn="r1", raw=good[:4] + bytes([2]) + good[5:]),
+        Step("raw/header-longer-than-frame", 0, conn="r2",
+             raw=good[:4] + (len(good)).to_bytes(4, "big") + good[8:]),
+        Step("raw/json-header-garbage", 0, conn="r3",
+             raw=(4 + 5).to_bytes(4, "big") + (5).to_bytes(4, "big") + b"{nope"),
+        Step("raw/negative-length", 0, conn="r4", raw=(0xFFFFFFF0).to_bytes(4, "big") + b"\0" * 8),
+        Step("raw/frame-over-16MiB", 0, conn="r5", raw=(16777213).to_bytes(4, "big") + b"\0" * 8),
+        Step("raw/binary-header-truncated", 0, conn="r6", raw=(4 + 10).to_bytes(4, "big")
+             + (0x01000000 | 10).to_bytes(4, "big") + b"\0" * 10),
+        Step("raw/cluster-info-after", RC.GET_BROKER_CLUSTER_INFO),
+    ]
     # ---- requests where nsrvd deliberately leaves a different state from Java's; last, so that
     # the state they leave cannot make the earlier comparisons differ -------------------------
     S += [
@@ -329,6 +343,18 @@ class Session:
             self.close(st.action.split(":", 1)[1])
             return Reply(None, "closed")
         c = self.conn(st.conn)
+        if st.raw is not None:
+            # malformed bytes: the server must close the connection without replying
+            try:
+                c.send_raw(st.raw)
+                frames, _rest = c.read_to_eof(timeout=3.0)
+                self.conns.pop(st.conn, None)
+                return Reply(frames[0] if frames else None, "connection closed by the server")
+            except socket.timeout:
+                return Reply(None, "connection left open (3 s)")
+            except (ConnectionError, OSError) as e:
+                self.conns.pop(st.conn, None)
+                return Reply(None, f"connection closed by the server ({e.__class__.__name__})")
         cmd = c.build(st.code, st.ext, st.body, version=st.version, serialize_type=st.stype, oneway=st.oneway,
                       language=st.language)
         try:
