@@ -1,6 +1,6 @@
 module nsrvd/compat-go
 
-go 1.21
+go 1.18
 
 require github.com/apache/rocketmq-client-go/v2 v2.1.2
 
