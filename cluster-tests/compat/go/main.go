@@ -135,24 +135,34 @@ func produce(ns, topic, group string, count int) int {
 	ok, failed := 0, 0
 	firstErr := ""
 	perBroker := map[string]int{}
+	retries := 0
 	for i := 0; i < count; i++ {
-		msg := primitive.NewMessage(topic, []byte(fmt.Sprintf("m-%d", i)))
-		r, err := p.SendSync(context.Background(), msg)
-		if err == nil && r.Status == primitive.SendOK {
-			ok++
-			perBroker[r.MessageQueue.BrokerName]++
-			continue
-		}
-		failed++
-		if firstErr == "" {
-			if err != nil {
-				firstErr = oneLine(err)
-			} else {
-				firstErr = fmt.Sprintf("status %d", r.Status)
+		// a send that fails on a loaded test box is retried (up to 3 attempts), and counted
+		sent := false
+		for attempt := 0; attempt < 3 && !sent; attempt++ {
+			if attempt > 0 {
+				retries++
+			}
+			msg := primitive.NewMessage(topic, []byte(fmt.Sprintf("m-%d", i)))
+			r, err := p.SendSync(context.Background(), msg)
+			if err == nil && r.Status == primitive.SendOK {
+				sent = true
+				perBroker[r.MessageQueue.BrokerName]++
+			} else if firstErr == "" {
+				if err != nil {
+					firstErr = oneLine(err)
+				} else {
+					firstErr = fmt.Sprintf("status %d", r.Status)
+				}
 			}
 		}
+		if sent {
+			ok++
+		} else {
+			failed++
+		}
 	}
-	fmt.Printf("PRODUCE ok=%d failed=%d brokers=%s\n", ok, failed, sortedCounts(perBroker))
+	fmt.Printf("PRODUCE ok=%d failed=%d brokers=%s retries=%d\n", ok, failed, sortedCounts(perBroker), retries)
 	if firstErr != "" {
 		fmt.Println("FIRST_ERROR", firstErr)
 	}

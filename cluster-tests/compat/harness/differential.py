@@ -34,13 +34,15 @@ JSON_T, BIN_T = rmq.SerializeType.JSON, rmq.SerializeType.ROCKETMQ
 TC = rmq.TopicConfig
 DV = rmq.DataVersion
 
-BA = "127.0.0.1:30911"  # broker-a master (fake addresses: nothing listens there)
-BA1 = "127.0.0.1:30921"  # broker-a slave
-BB = "127.0.0.1:31911"  # broker-b (4.9.x-style)
-BC = "127.0.0.1:32911"  # broker-c (compressed, 4.9.x-style)
-BD = "127.0.0.1:33911"  # broker-d (compressed, 5.x-style, labelled compressed=false)
-BZ = "127.0.0.1:34911"  # broker-z (zone)
-BX = "127.0.0.1:35911"  # broker-x (registered on a connection that is then closed)
+# Fake broker addresses: nothing listens there and no NameServer connects to a broker. On
+# 127.0.0.2, so that they can never be mistaken for the NameServer's own 127.0.0.1 address.
+BA = "127.0.0.2:30911"  # broker-a master
+BA1 = "127.0.0.2:30921"  # broker-a slave
+BB = "127.0.0.2:31911"  # broker-b (4.9.x-style)
+BC = "127.0.0.2:32911"  # broker-c (compressed, 4.9.x-style)
+BD = "127.0.0.2:33911"  # broker-d (compressed, 5.x-style, labelled compressed=false)
+BZ = "127.0.0.2:34911"  # broker-z (zone)
+BX = "127.0.0.2:35911"  # broker-x (registered on a connection that is then closed)
 
 
 @dataclass
@@ -161,18 +163,18 @@ def steps() -> List[Step]:
              cluster="C2", version=rmq.VERSION_V4_9_7, v4=True),
         _reg("reg/broker-c-v407-compressed", "broker-c", BC, [_t("TopicC", 3, 5, v4=True), _t("TopicC2", v4=True)],
              cluster="C2", version=rmq.VERSION_V4_9_7, v4=True, compressed=True),
-        _reg("reg/crc-mismatch", "broker-e", "127.0.0.1:36911", [_t("TopicE"), _t("TopicE2")], crc=12345),
-        _reg("reg/bad-body", "broker-h", "127.0.0.1:39911", [], body=b"{not json"),
-        _reg("reg/no-body", "broker-i", "127.0.0.1:40911", [], body=b""),
-        _reg("reg/broker-m-5x-compressed-labelled-true", "broker-m", "127.0.0.1:42911",
+        _reg("reg/crc-mismatch", "broker-e", "127.0.0.2:36911", [_t("TopicE"), _t("TopicE2")], crc=12345),
+        _reg("reg/bad-body", "broker-h", "127.0.0.2:39911", [], body=b"{not json"),
+        _reg("reg/no-body", "broker-i", "127.0.0.2:40911", [], body=b""),
+        _reg("reg/broker-m-5x-compressed-labelled-true", "broker-m", "127.0.0.2:42911",
              [_t("TopicM", 2, 3), _t("TopicM2")], compressed=True, v5_only=True),
-        _reg("reg/broker-s-static-topic", "broker-s", "127.0.0.1:43911", [_t("TopicS", 2, 2), _t("TopicS2")],
+        _reg("reg/broker-s-static-topic", "broker-s", "127.0.0.2:43911", [_t("TopicS", 2, 2), _t("TopicS2")],
              v5_only=True, body=rmq.register_broker_body_json(
                  [_t("TopicS", 2, 2), _t("TopicS2")], DV(1, 1700000000000, 0),
                  mapping_infos=[rmq.topic_queue_mapping_info("TopicS", "broker-s", total_queues=4, epoch=2,
                                                              curr_id_map={0: 0, 1: 2})])),
         _reg("reg/zone", "broker-z", BZ, [_t("TopicZ"), _t("TopicA")], zone="zone1", v5_only=True),
-        _reg("reg/binary-header", "broker-k", "127.0.0.1:41911", [_t("TopicK"), _t("TopicK2")], stype=BIN_T),
+        _reg("reg/binary-header", "broker-k", "127.0.0.2:41911", [_t("TopicK"), _t("TopicK2")], stype=BIN_T),
         _reg("reg/on-closing-conn", "broker-x", BX, [_t("TopicX"), _t("TopicX2")], conn="x"),
     ]
     # ---- queries on the registered state ---------------------------------------------------
@@ -293,10 +295,10 @@ def steps() -> List[Step]:
         _route("quirk/route-TopicD", "TopicD"),
         _unreg("quirk/unregister-broker-d", "broker-d", BD),
         _route("quirk/route-TopicD-after-unregister", "TopicD"),
-        _reg("quirk/single-topic-first", "broker-f", "127.0.0.1:37911", [_t("TopicF")]),
+        _reg("quirk/single-topic-first", "broker-f", "127.0.0.2:37911", [_t("TopicF")]),
         _route("quirk/route-TopicF", "TopicF"),
         Step("quirk/cluster-info-after-single-topic", RC.GET_BROKER_CLUSTER_INFO),
-        _reg("quirk/missing-brokerName", "broker-g", "127.0.0.1:38911", [_t("TopicG"), _t("TopicG2")],
+        _reg("quirk/missing-brokerName", "broker-g", "127.0.0.2:38911", [_t("TopicG"), _t("TopicG2")],
              drop=("brokerName",)),
         Step("quirk/system-topics-after-missing-brokerName", RC.GET_SYSTEM_TOPIC_LIST_FROM_NS),
         Step("quirk/cluster-info-after-missing-brokerName", RC.GET_BROKER_CLUSTER_INFO),
@@ -376,10 +378,11 @@ class Session:
 
 
 def _norm_text(s: Optional[str], ns: NameServer) -> Optional[str]:
+    """Masks what differs between the two NameServers by construction: address, paths, port."""
     if s is None:
         return None
     s = s.replace(ns.addr, "<ns>").replace(str(ns.workdir), "<workdir>")
-    return re.sub(r"\b" + str(ns.port) + r"\b", "<port>", s)
+    return re.sub(r"(?m)^listenPort=" + str(ns.port) + "$", "listenPort=<port>", s)
 
 
 def _parse_body(text: str) -> Tuple[str, Any]:

@@ -291,8 +291,10 @@ def s2(A: PhaseA) -> None:
         mc = re.search(r"CONSUME distinct=(\d+) total=(\d+)", cout)
         if crc != 0 or not mc or int(mc.group(1)) != S2_COUNT:
             problems.append("consumer: " + (mc.group(0) if mc else f"exit {crc}, no summary"))
-        detail = "; ".join(problems) if problems else f"{m.group(0) if m else ''}; {mc.group(0) if mc else ''}"
-        RESULTS.set(2, label, oracle, col, FAIL if problems else PASS, detail if problems else "",
+        retries = re.search(r"retries=(\d+)", out)
+        note = f"{retries.group(1)} send(s) retried by the test program" if retries and retries.group(1) != "0" else ""
+        detail = "; ".join(problems) if problems else note
+        RESULTS.set(2, label, oracle, col, FAIL if problems else PASS, detail,
                     f"---- producer\n{out[-6000:]}\n---- consumer\n{cout[-6000:]}")
 
     with ThreadPoolExecutor(max_workers=cfg().workers) as ex:
@@ -608,10 +610,14 @@ def s5_group(A: PhaseA, jobs: List[tuple], missing: List[str]) -> None:
         if not any(t > t2 and s == "OK" and b == "broker-a" for t, s, b in ls):
             problems.append("the producer did not resume writing to broker-a after addWritePerm")
         fails = [x for x in ls if x[1] != "OK"]
-        if fails:
-            problems.append(f"{len(fails)} sends failed, first: {fails[0][2][:200]}")
-        detail = "; ".join(problems) if problems else f"stopped {stop_ms} ms after wipe"
-        RESULTS.set(5, label, oracle, col, FAIL if problems else PASS, detail if problems else "",
+        # A send timing out on a loaded two-core box is the broker's business, not the
+        # NameServer's: up to two timeouts are tolerated (and reported); any other failure is not.
+        hard = [x for x in fails if "timeout" not in x[2].lower()]
+        if hard or len(fails) > 2:
+            problems.append(f"{len(fails)} sends failed, first: {(hard or fails)[0][2][:200]}")
+        note = f"{len(fails)} send(s) timed out" if fails and not problems else ""
+        detail = "; ".join(problems) if problems else note
+        RESULTS.set(5, label, oracle, col, FAIL if problems else PASS, detail,
                     f"wipe at {t1}, add at {t2}\n{wipe_out}\n{add_out}\n---- pulse\n{pr.output()[-8000:]}")
 
 
