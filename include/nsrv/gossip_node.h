@@ -84,7 +84,9 @@ int nsrv_gossip_node_pull_request(nsrv_gossip_node_t *n, uint8_t peer_id, const 
 /*
  * Applies a verified pull reply from peer_id. req_sent_mono: when we sent the
  * request; ages are mapped as req_sent_mono - age, which can only
- * under-estimate when the broker was last heard. Returns brokers imported.
+ * under-estimate when the broker was last heard. A broker we already hold
+ * with the same or a newer data version only has its age merged (a pull never
+ * downgrades a registration). Returns the brokers applied either way.
  */
 size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
                                    const nsrv_gossip_pull_item_t *items, size_t count,

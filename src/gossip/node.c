@@ -294,6 +294,14 @@ static size_t dedupe_entries(nsrv_gossip_entry_t *e, size_t n) {
     return w;
 }
 
+/* By bkey, then youngest first. */
+static int cmp_tomb(const void *a, const void *b) {
+    const nsrv_gossip_tomb_t *x = a, *y = b;
+    if (x->bkey != y->bkey)
+        return x->bkey < y->bkey ? -1 : 1;
+    return (x->age_ms > y->age_ms) - (x->age_ms < y->age_ms);
+}
+
 static void send_tombs(nsrv_gossip_node_t *n, uint8_t dst, bool unsent_only, uint64_t now_mono,
                        int64_t now_wall) {
     nsrv_gossip_tomb_t *t = n->n_tombs ? nsrv_malloc(n->n_tombs * sizeof *t) : NULL;
@@ -306,7 +314,9 @@ static void send_tombs(nsrv_gossip_node_t *n, uint8_t dst, bool unsent_only, uin
                                       (uint32_t)age};
     }
     if (k) {
-        qsort(t, k, sizeof t[0], cmp_u64); /* bkey is the first field */
+        /* One tombstone per bkey, the newest event: an older one would lose to a
+         * heartbeat that the newer one beats. */
+        qsort(t, k, sizeof t[0], cmp_tomb);
         size_t w = 0;
         for (size_t i = 0; i < k; i++) {
             if (!w || t[w - 1].bkey != t[i].bkey)
@@ -438,12 +448,31 @@ void nsrv_gossip_node_on_unregister(nsrv_gossip_node_t *n, const char *cluster, 
 
 /* ---- receiving ---- */
 
+/* Learns identities of everything the table holds now, so a broker that
+ * registered since our last full digest is not mistaken for an unknown one. */
+static void refresh_idents(nsrv_gossip_node_t *n, uint64_t now) {
+    touch_ctx_t t = {n, now};
+    nsrv_route_foreach_live(n->rt, now, touch_cb, &t);
+}
+
+/* The identity of bkey, refreshing once per datagram when it is unknown. */
+static ident_t *ident_lookup(nsrv_gossip_node_t *n, uint64_t bkey, bool *refreshed, uint64_t now) {
+    ident_t *i = ident_find(n, bkey);
+    if (!i && !*refreshed) {
+        *refreshed = true;
+        refresh_idents(n, now);
+        i = ident_find(n, bkey);
+    }
+    return i;
+}
+
 static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
-                     const nsrv_gossip_msg_t *m, const nsrv_gossip_entry_t *e, uint64_t now) {
+                     const nsrv_gossip_msg_t *m, const nsrv_gossip_entry_t *e, uint64_t now,
+                     bool *refreshed) {
     uint64_t seen = nsrv_gossip_peer_last_seen(p, m->src_mono_ms, e->age_ms);
     if (seen > now)
         seen = now;
-    ident_t *i = ident_find(n, e->bkey);
+    ident_t *i = ident_lookup(n, e->bkey, refreshed, now);
     if (!i) {
         pend_add(n, pid, e->bkey);
         return;
@@ -486,15 +515,16 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
         nsrv_log_notice("GOSSIP", "node %u has a new incarnation %" PRIu64, pid, info.incarnation);
         answer_sync(n, pid, now_mono, now_wall);
     }
+    bool refreshed = false;
     switch (m.type) {
     case NSRV_GOSSIP_DIGEST_FULL:
         n->got_digest[pid] = true;
         for (size_t i = 0; i < m.body.full.n; i++)
-            on_entry(n, p, pid, &m, &m.body.full.entries[i], now_mono);
+            on_entry(n, p, pid, &m, &m.body.full.entries[i], now_mono, &refreshed);
         break;
     case NSRV_GOSSIP_DIGEST_DELTA:
         for (size_t i = 0; i < m.body.delta.n; i++)
-            on_entry(n, p, pid, &m, &m.body.delta.entries[i], now_mono);
+            on_entry(n, p, pid, &m, &m.body.delta.entries[i], now_mono, &refreshed);
         break;
     case NSRV_GOSSIP_SYNC_REQ:
         answer_sync(n, pid, now_mono, now_wall);
@@ -502,7 +532,7 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     case NSRV_GOSSIP_TOMBSTONE:
         for (size_t i = 0; i < m.body.tomb.n; i++) {
             const nsrv_gossip_tomb_t *t = &m.body.tomb.tombs[i];
-            ident_t *id = ident_find(n, t->bkey);
+            ident_t *id = ident_lookup(n, t->bkey, &refreshed, now_mono);
             if (!id || t->reason != NSRV_GOSSIP_TOMB_UNREGISTER)
                 continue;
             uint64_t event = nsrv_gossip_peer_last_seen(p, m.src_mono_ms, t->age_ms);
@@ -553,6 +583,17 @@ size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
         uint64_t seen = req_sent_mono > it->age_ms ? req_sent_mono - it->age_ms : 0;
         if (seen == 0)
             continue;
+        char *cl = dup_str(&n->arena, it->cluster), *ad = dup_str(&n->arena, it->addr);
+        nsrv_route_live_info_t have;
+        if (nsrv_route_live_info(n->rt, cl, ad, now_mono, &have) &&
+            nsrv_data_version_cmp(&have.data_version, &it->dv) >= 0) {
+            /* We hold this registration or a newer one (the broker may have
+             * registered with us while the reply travelled): keep it, take the age. */
+            nsrv_route_peer_seen(n->rt, cl, ad, &it->dv, seen, now_mono);
+            ident_put(n, it->bkey, it->cluster, it->name, it->id, it->addr, now_mono);
+            imported++;
+            continue;
+        }
         nsrv_register_req_t req = {
             .cluster = dup_str(&n->arena, it->cluster),
             .broker_addr = dup_str(&n->arena, it->addr),
