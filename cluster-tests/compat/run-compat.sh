@@ -45,5 +45,6 @@ echo "=== resolving and building the peers (cached in ${NSRVD_COMPAT_CACHE:-$HOM
 "$here/prepare-peers.sh" "$peers" || fail_setup "peer resolution or build failed (see above)"
 
 echo "=== running the scenarios"
+export PYTHONDONTWRITEBYTECODE=1
 exec timeout --signal=TERM --kill-after=60 "${COMPAT_TIMEOUT:-3000}" \
   python3 "$here/harness/compat.py" --nsrvd "${nsrvd:-$top/build/src/nsrvd}" "$@"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
 import time
 import traceback
 from pathlib import Path
