@@ -38,6 +38,20 @@ CLUSTER_NAME = "nsrv-cluster-test"
 # ------------------------------------------------------------------------------ helpers
 
 
+# Ports handed out by this process: bind(0) may return a port that was handed out but is not
+# bound yet (a node not started yet), so never hand one out twice.
+_handed_out: set = set()
+_handed_lock = threading.Lock()
+
+
+def _claim(port: int) -> bool:
+    with _handed_lock:
+        if port in _handed_out:
+            return False
+        _handed_out.add(port)
+        return True
+
+
 def free_port_pair() -> int:
     """A port free for both TCP and UDP on 127.0.0.1 (gossip uses the same number for both)."""
     for _ in range(200):
@@ -49,14 +63,19 @@ def free_port_pair() -> int:
                     u.bind(("127.0.0.1", port))
                 except OSError:
                     continue
-        return port
+        if _claim(port):
+            return port
     raise RuntimeError("no free TCP+UDP port")
 
 
 def free_tcp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if _claim(port):
+            return port
+    raise RuntimeError("no free TCP port")
 
 
 def poll_until(pred: Callable[[], Any], timeout: float, interval: float = 0.05) -> Tuple[Any, float]:
@@ -342,6 +361,11 @@ class Cluster:
             port = self.peer_port.get((node_id, other.id), other.gossip_port)
             parts.append(f"{other.id}@127.0.0.1:{port}")
         return ",".join(parts)
+
+    def redirect(self, from_id: int, to_id: int, port: int) -> None:
+        """Before start: node from_id sends its gossip for to_id to 127.0.0.1:port."""
+        self.peer_port[(from_id, to_id)] = port
+        self.node(from_id).config["gossipPeers"] = self.peers_value(from_id)
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id - 1]

@@ -224,3 +224,53 @@ def entries(env: Envelope) -> List[list]:
     if env.type == DIGEST_DELTA:
         return env.body[0]
     return []
+
+
+# ------------------------------------------------------------------------------ pull reply
+
+PULL_DOMAIN = b"nsrv-gossip-pull-v1"
+
+
+@dataclass
+class PullReply:
+    items: List[list]  # [bkey, [addr, cluster, name, id, ha, zone, acting, timeout], dv, age, reg]
+    count: int
+    key_id: int
+    signature_ok: bool
+
+    def addrs(self) -> List[str]:
+        return [it[1][0] for it in self.items]
+
+
+def parse_pull_reply(data: bytes, nonce: bytes, public_b64: str) -> PullReply:
+    """Broker frames then the end frame (§7.2, §7.3); checks the end frame's signature with
+    the responder's public key. Raises ValueError on anything malformed."""
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    items: List[list] = []
+    i = 0
+    while True:
+        if i + 4 > len(data):
+            raise ValueError("pull reply ends without an end frame")
+        (n,) = struct.unpack_from(">I", data, i)
+        frame = data[i + 4 : i + 4 + n]
+        if len(frame) != n:
+            raise ValueError("truncated pull frame")
+        v, used = unpack_prefix(frame)
+        if used != n or not isinstance(v, list):
+            raise ValueError("bad pull frame")
+        if v and v[0] is None:
+            if i + 4 + n != len(data):
+                raise ValueError("bytes after the end frame")
+            _, count, sig, key_id = v
+            h = hashlib.blake2b(data[:i] + nonce, digest_size=32).digest()
+            pk = Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64))
+            try:
+                pk.verify(bytes(sig), PULL_DOMAIN + h)
+                ok = True
+            except InvalidSignature:
+                ok = False
+            return PullReply(items, count, key_id, ok)
+        items.append(v)
+        i += 4 + n
