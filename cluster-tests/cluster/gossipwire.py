@@ -244,7 +244,9 @@ class PullReply:
 
 def parse_pull_reply(data: bytes, nonce: bytes, public_b64: str) -> PullReply:
     """Broker frames then the end frame (§7.2, §7.3); checks the end frame's signature with
-    the responder's public key. Raises ValueError on anything malformed."""
+    the responder's public key. Accepts the 4-field end frame and the 6-field one that adds
+    the responder's clock (src_inc, src_mono_ms, signed after the hash). Raises ValueError on
+    anything malformed."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
@@ -263,11 +265,18 @@ def parse_pull_reply(data: bytes, nonce: bytes, public_b64: str) -> PullReply:
         if v and v[0] is None:
             if i + 4 + n != len(data):
                 raise ValueError("bytes after the end frame")
-            _, count, sig, key_id = v
             h = hashlib.blake2b(data[:i] + nonce, digest_size=32).digest()
+            if len(v) == 4:  # [nil, count, sig, key_id]
+                _, count, sig, key_id = v
+                msg = PULL_DOMAIN + h
+            elif len(v) == 6:  # [nil, count, src_inc, src_mono_ms, sig, key_id] (clock anchor)
+                _, count, inc, mono, sig, key_id = v
+                msg = PULL_DOMAIN + h + struct.pack(">QQ", inc, mono)
+            else:
+                raise ValueError(f"end frame with {len(v)} fields")
             pk = Ed25519PublicKey.from_public_bytes(base64.b64decode(public_b64))
             try:
-                pk.verify(bytes(sig), PULL_DOMAIN + h)
+                pk.verify(bytes(sig), msg)
                 ok = True
             except InvalidSignature:
                 ok = False
