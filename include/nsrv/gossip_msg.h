@@ -14,7 +14,8 @@
  *   part       one self-contained datagram of a full digest, covering the
  *              key range [key_lo, key_hi]
  *   pull       TCP exchange: a signed PULL_REQ envelope, answered by
- *              length-prefixed broker frames and a signed end frame
+ *              length-prefixed broker frames and a signed end frame that
+ *              also carries the responder's clock (a round-trip anchor)
  *
  * Strings decoded from the wire are (ptr, len) views into the input bytes
  * and are not NUL-terminated; arrays are allocated in the caller's arena.
@@ -324,9 +325,19 @@ void nsrv_gossip_pull_enc_init(nsrv_gossip_pull_enc_t *e,
  */
 int nsrv_gossip_pull_enc_item(nsrv_gossip_pull_enc_t *e, const nsrv_gossip_pull_item_t *it,
                               nsrv_buf_t *out);
-/* Appends the end frame signed with sk (key_id names it). The encoder is then spent. */
-void nsrv_gossip_pull_enc_finish(nsrv_gossip_pull_enc_t *e, const uint8_t sk[NSRV_SEAL_SK_LEN],
-                                 uint8_t key_id, nsrv_buf_t *out);
+/*
+ * Appends the end frame [nil, count, src_inc, src_mono_ms, sig, key_id],
+ * signed with sk (key_id names it). src_inc is the responder's incarnation
+ * and src_mono_ms its monotonic ms since that incarnation started (as in its
+ * datagram envelopes), read when the response is finished: the requester
+ * uses the pair as a clock anchor (proto/gossip.md §7.6), so it must not be
+ * read before the request arrived. Returns 0, or -EINVAL (src_inc 0 or
+ * above NSRV_GOSSIP_TIME_MAX, src_mono_ms above it) with out unchanged. The
+ * encoder is then spent.
+ */
+int nsrv_gossip_pull_enc_finish(nsrv_gossip_pull_enc_t *e, const uint8_t sk[NSRV_SEAL_SK_LEN],
+                                uint8_t key_id, uint64_t src_inc, uint64_t src_mono_ms,
+                                nsrv_buf_t *out);
 
 /* Requester side: an incremental decoder fed with whatever TCP delivers. */
 typedef struct nsrv_gossip_pull_dec nsrv_gossip_pull_dec_t;
@@ -347,3 +358,10 @@ int nsrv_gossip_pull_dec_feed(nsrv_gossip_pull_dec_t *d, const void *data, size_
 /* After feed returned 0: the brokers, valid until destroy. Otherwise 0 items. */
 size_t nsrv_gossip_pull_dec_items(const nsrv_gossip_pull_dec_t *d,
                                   const nsrv_gossip_pull_item_t **items);
+/*
+ * After feed returned 0: the responder's signed incarnation and monotonic
+ * clock from the end frame (for nsrv_gossip_peer_anchor). Otherwise both 0.
+ * Either pointer may be NULL.
+ */
+void nsrv_gossip_pull_dec_origin(const nsrv_gossip_pull_dec_t *d, uint64_t *src_inc,
+                                 uint64_t *src_mono_ms);

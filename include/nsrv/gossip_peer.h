@@ -10,7 +10,11 @@
  *   incarnation  the peer's src_inc; rises on every restart (persisted)
  *   window       256-bit replay bitmap over seq, per (peer, incarnation)
  *   offset       sliding minimum of (local recv mono - src_mono_ms), rising
- *                at most 1 ms/s; maps the sender's clock onto ours for ages
+ *                at most 1 ms/s: an UPPER bound on the true clock offset
+ *                (status output, and a cap on the anchor)
+ *   anchor       a LOWER bound on the clock offset from a pull round trip we
+ *                started (req_sent - responder's src_mono_ms); the only
+ *                thing a peer's ages are mapped with
  */
 #pragma once
 
@@ -33,6 +37,15 @@
 #define NSRV_GOSSIP_OFF_BUCKETS 4
 /* ... and it rises toward that minimum by at most 1 ms per second of local time. */
 #define NSRV_GOSSIP_OFF_RISE_PPM 1000
+/*
+ * An anchor's bound is lowered by this much per ms elapsed since it was
+ * taken: the largest rate at which two machines' monotonic clocks are
+ * assumed to drift apart (quartz is ~10-100 ppm). A younger anchor that is
+ * looser replaces one older than NSRV_GOSSIP_ANCHOR_REFRESH_MS, so an
+ * excess drift only matters over that long if peers are pulled that often.
+ */
+#define NSRV_GOSSIP_ANCHOR_DRIFT_PPM 100
+#define NSRV_GOSSIP_ANCHOR_REFRESH_MS 60000
 
 typedef struct nsrv_gossip_peers nsrv_gossip_peers_t;
 typedef struct nsrv_gossip_peer nsrv_gossip_peer_t;
@@ -119,16 +132,44 @@ int nsrv_gossip_peer_check_pull(nsrv_gossip_peers_t *peers, uint8_t my_id, const
                                 nsrv_gossip_peer_t **out_peer);
 
 /*
+ * Records a clock anchor from a verified pull response of this peer
+ * (nsrv_gossip_pull_dec_origin): src_inc / src_mono_ms from its end frame,
+ * req_sent_mono_ms = our monotonic time taken BEFORE the request was written
+ * (before connecting is fine: earlier only loosens the bound), now_mono_ms =
+ * now. The responder read its clock after our request reached it, so
+ *   L = req_sent_mono_ms - src_mono_ms  (signed)
+ * is a lower bound on (local clock - its clock), off by at most the round
+ * trip. Rules (proto/gossip.md §7.6):
+ *   - src_inc below the peer's current incarnation: ignored;
+ *   - src_inc equal to it: replaces the current anchor if it gives a bound
+ *     at least as high after drift allowances, or if the current one is
+ *     older than NSRV_GOSSIP_ANCHOR_REFRESH_MS;
+ *   - src_inc above it (or no datagram accepted yet): kept aside for that
+ *     incarnation (the highest one only, same replacement rule) and used
+ *     once a datagram of exactly that incarnation is accepted;
+ *   - req_sent_mono_ms > now_mono_ms, src_inc 0 or > 2^62: ignored.
+ * A new incarnation's first accepted datagram drops every anchor of older
+ * ones, so an old incarnation's clock can never map a new one's ages.
+ */
+void nsrv_gossip_peer_anchor(nsrv_gossip_peer_t *p, uint64_t src_inc, uint64_t src_mono_ms,
+                             uint64_t req_sent_mono_ms, uint64_t now_mono_ms);
+
+/*
  * Maps an age the peer reported onto the local monotonic clock:
- *   last_seen = src_mono_ms - age_ms + offset
- * saturating at 0 (0 = "long ago"; also when no packet was accepted yet).
- * src_mono_ms and age_ms come from one accepted datagram of the peer's
- * current incarnation. Both are signed, so a replayed or delayed copy maps to
- * the same instant and can never extend liveness; the result is never later
- * than the local time the datagram was received.
+ *   off       = min(L - ceil((now - anchor time) * 100 ppm), sample offset)
+ *   last_seen = min(src_mono_ms - age_ms + off, now_mono_ms)
+ * where L is the current incarnation's anchor. Returns 0 = unusable when
+ * the peer's current incarnation has no anchor (the caller ignores the
+ * report and should pull from the peer, which anchors it), and also when
+ * the result would be <= 0 ("long ago"). src_mono_ms and age_ms come from
+ * one accepted datagram of the peer's current incarnation; now_mono_ms is
+ * when it was received. Because L is a lower bound, the result is never
+ * later than the true instant (up to drift beyond the allowance) and at most
+ * the anchor's round trip + allowance earlier, whatever the datagram's
+ * delay: a replayed or held-back copy cannot extend liveness.
  */
 uint64_t nsrv_gossip_peer_last_seen(const nsrv_gossip_peer_t *p, uint64_t src_mono_ms,
-                                    uint32_t age_ms);
+                                    uint32_t age_ms, uint64_t now_mono_ms);
 
 /* A snapshot for status output. */
 typedef struct {
@@ -140,7 +181,10 @@ typedef struct {
     uint64_t last_valid_mono_ms; /* local time of the last accepted packet */
     uint8_t last_key_id;         /* key_id of the last accepted packet */
     bool has_offset;
-    int64_t offset_ms;
+    int64_t offset_ms;        /* sample minimum: an upper bound, not used for mapping */
+    bool has_anchor;          /* the current incarnation has a round-trip anchor */
+    int64_t anchor_offset_ms; /* its lower bound L (before the drift allowance) */
+    uint64_t anchor_mono_ms;  /* local time it was taken (request sent); age = now - this */
     uint64_t accepted;
     uint64_t rejected[NSRV_GOSSIP_NREASONS]; /* by nsrv_gossip_reason_index */
 } nsrv_gossip_peer_info_t;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Peer table, receive pipeline, replay window and clock-offset tracking
- * (proto/gossip.md §8, §9). Pure.
+ * Peer table, receive pipeline, replay window, clock-offset tracking and
+ * round-trip clock anchors (proto/gossip.md §7.6, §8, §9). Pure.
  */
 #include "nsrv/gossip_peer.h"
 
@@ -18,6 +18,14 @@ typedef struct {
     uint64_t epoch; /* local mono / bucket width */
     int64_t min;
 } off_bucket_t;
+
+/* A lower bound on (local mono - the peer's src_mono_ms) for one incarnation. */
+typedef struct {
+    bool set;
+    uint64_t inc;
+    int64_t low; /* req_sent - src_mono_ms of the pull */
+    int64_t t;   /* local mono when the pull request was sent */
+} anchor_t;
 
 struct nsrv_gossip_peer {
     uint8_t node_id;
@@ -38,6 +46,14 @@ struct nsrv_gossip_peer {
     int64_t off;
     int64_t off_anchor;   /* off when it last met the window minimum */
     int64_t off_anchor_t; /* local mono of that moment */
+    /*
+     * Round-trip anchors: anc belongs to the current incarnation (inc) and
+     * is the only thing ages are mapped with; next is the best anchor for
+     * the highest incarnation above inc seen in a pull response, promoted
+     * when that incarnation's first datagram is accepted.
+     */
+    anchor_t anc;
+    anchor_t next;
 
     uint64_t last_valid_mono;
     uint8_t last_key_id;
@@ -317,12 +333,82 @@ static void offset_sample(nsrv_gossip_peer_t *p, uint64_t now_mono, uint64_t src
     p->has_off = true;
 }
 
+/* ---------------------------------------------------------- clock anchor */
+
+static int64_t clamp_time(uint64_t v) {
+    return (int64_t)NSRV_MIN(v, NSRV_GOSSIP_TIME_MAX);
+}
+
+/* How far the two clocks may have drifted apart in elapsed ms, rounded up. */
+static int64_t drift_allowance(int64_t elapsed) {
+    /* Clamped so the product cannot overflow (2^40 ms is 35 years). */
+    elapsed = NSRV_MAX(NSRV_MIN(elapsed, (int64_t)1 << 40), 0);
+    return (elapsed * NSRV_GOSSIP_ANCHOR_DRIFT_PPM + 999999) / 1000000;
+}
+
+/* The anchor's lower bound at local time now, after the drift allowance. */
+static int64_t anchor_at(const anchor_t *a, int64_t now) {
+    return a->low - drift_allowance(now - a->t);
+}
+
+/*
+ * Stores (low, t) in slot a for incarnation inc unless a holds a better
+ * anchor of that incarnation: one that still gives a higher bound at now
+ * and is younger than NSRV_GOSSIP_ANCHOR_REFRESH_MS.
+ */
+static void anchor_put(anchor_t *a, uint64_t inc, int64_t low, int64_t t, int64_t now) {
+    if (a->set && a->inc == inc && now - a->t < NSRV_GOSSIP_ANCHOR_REFRESH_MS &&
+        anchor_at(a, now) > low - drift_allowance(now - t))
+        return;
+    a->set = true;
+    a->inc = inc;
+    a->low = low;
+    a->t = t;
+}
+
+void nsrv_gossip_peer_anchor(nsrv_gossip_peer_t *p, uint64_t src_inc, uint64_t src_mono_ms,
+                             uint64_t req_sent_mono_ms, uint64_t now_mono_ms) {
+    /* A request sent "after" now is a caller bug; trusting it could over-estimate. */
+    if (src_inc == 0 || src_inc > NSRV_GOSSIP_TIME_MAX || req_sent_mono_ms > now_mono_ms)
+        return;
+    int64_t now = clamp_time(now_mono_ms);
+    int64_t t = clamp_time(req_sent_mono_ms);
+    /*
+     * The responder read src_mono_ms after our request left at t, so the
+     * true offset (local - src) at that instant is at least t - src_mono_ms.
+     * Both are below 2^62: no overflow.
+     */
+    int64_t low = t - clamp_time(src_mono_ms);
+    if (p->has_inc && src_inc < p->inc)
+        return; /* a finished incarnation: its clock means nothing now */
+    if (p->has_inc && src_inc == p->inc) {
+        anchor_put(&p->anc, src_inc, low, t, now);
+        return;
+    }
+    /* An incarnation we have no datagram of yet: keep the highest one. */
+    if (p->next.set && p->next.inc > src_inc)
+        return;
+    anchor_put(&p->next, src_inc, low, t, now);
+}
+
 uint64_t nsrv_gossip_peer_last_seen(const nsrv_gossip_peer_t *p, uint64_t src_mono_ms,
-                                    uint32_t age_ms) {
-    if (!p->has_off)
+                                    uint32_t age_ms, uint64_t now_mono_ms) {
+    /* Without a round-trip anchor the offset is only an upper bound: unusable. */
+    if (!p->has_inc || !p->anc.set || p->anc.inc != p->inc)
         return 0;
-    /* |off| and src_mono_ms are below 2^62, so this cannot overflow. */
-    int64_t v = (int64_t)NSRV_MIN(src_mono_ms, NSRV_GOSSIP_TIME_MAX) - (int64_t)age_ms + p->off;
+    int64_t now = clamp_time(now_mono_ms);
+    int64_t off = anchor_at(&p->anc, now);
+    /*
+     * The sample minimum is an upper bound on the true offset; taking the
+     * smaller of the two can only move the result earlier, and it caps the
+     * damage if the clocks drifted faster than the allowance assumes.
+     */
+    if (p->has_off && p->off < off)
+        off = p->off;
+    /* |off| and src_mono_ms are below 2^62 (+ allowance < 2^47): no overflow. */
+    int64_t v = clamp_time(src_mono_ms) - (int64_t)age_ms + off;
+    if (v > now)
+        v = now;
     return v < 0 ? 0 : (uint64_t)v;
 }
 
@@ -415,6 +501,12 @@ static int check(nsrv_gossip_peers_t *t, uint8_t my_id, const char *cluster, con
         memset(p->bits, 0, sizeof p->bits);
         memset(p->buckets, 0, sizeof p->buckets);
         p->has_off = false;
+        /* Only an anchor taken from this very incarnation may map its ages. */
+        memset(&p->anc, 0, sizeof p->anc);
+        if (p->next.set && p->next.inc == m.src_inc)
+            p->anc = p->next;
+        if (p->next.set && p->next.inc <= m.src_inc)
+            memset(&p->next, 0, sizeof p->next);
     }
     p->new_inc = new_inc;
     window_set(p, m.seq);
@@ -471,6 +563,11 @@ void nsrv_gossip_peer_info(const nsrv_gossip_peer_t *p, nsrv_gossip_peer_info_t 
     info->last_key_id = p->last_key_id;
     info->has_offset = p->has_off;
     info->offset_ms = p->off;
+    info->has_anchor = p->has_inc && p->anc.set && p->anc.inc == p->inc;
+    if (info->has_anchor) {
+        info->anchor_offset_ms = p->anc.low;
+        info->anchor_mono_ms = (uint64_t)p->anc.t;
+    }
     info->accepted = p->accepted;
     memcpy(info->rejected, p->rejected, sizeof info->rejected);
 }

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Pull response codec (proto/gossip.md §7): length-prefixed broker frames,
- * then an end frame carrying an Ed25519 signature over
+ * then an end frame [nil, count, src_inc, src_mono_ms, sig, key_id] whose
+ * Ed25519 signature covers
  *   "nsrv-gossip-pull-v1" ‖ BLAKE2b-256(every stream byte before the end
- *   frame's length prefix ‖ request nonce).
+ *   frame's length prefix ‖ request nonce) ‖ u64 BE src_inc ‖
+ *   u64 BE src_mono_ms.
+ * The responder's clock reading is signed and bound to the nonce, so the
+ * requester can use it as a round-trip clock anchor (§7.6).
  * The decoder is incremental and keeps nothing it has not received: frame
  * buffers grow with the bytes that arrive, not with the declared length.
  */
@@ -17,18 +21,25 @@
 #define PULL_DOMAIN "nsrv-gossip-pull-v1"
 #define ITEM_FIELDS 5
 #define IDENT_FIELDS 8
-#define END_FIELDS 4
+#define END_FIELDS 6
 /* Room always left in the total for the end frame (its real size is < 80 bytes). */
 #define END_RESERVE 128
 /* First allocation for a frame buffer; it then doubles with the data. */
 #define FRAME_CHUNK 4096
 
+#define SIGNED_LEN (sizeof PULL_DOMAIN - 1 + NSRV_SEAL_HASH_LEN + 16)
+
 /* The message the end frame's signature covers. */
 static void signed_msg(nsrv_seal_hash_t *h, const uint8_t nonce[NSRV_GOSSIP_NONCE_LEN],
-                       uint8_t msg[sizeof PULL_DOMAIN - 1 + NSRV_SEAL_HASH_LEN]) {
+                       uint64_t src_inc, uint64_t src_mono_ms, uint8_t msg[SIGNED_LEN]) {
     nsrv_seal_hash_update(h, nonce, NSRV_GOSSIP_NONCE_LEN);
     memcpy(msg, PULL_DOMAIN, sizeof PULL_DOMAIN - 1);
     nsrv_seal_hash_final(h, msg + sizeof PULL_DOMAIN - 1);
+    uint8_t *t = msg + sizeof PULL_DOMAIN - 1 + NSRV_SEAL_HASH_LEN;
+    for (int i = 0; i < 8; i++) {
+        t[i] = (uint8_t)(src_inc >> (56 - 8 * i));
+        t[8 + i] = (uint8_t)(src_mono_ms >> (56 - 8 * i));
+    }
 }
 
 static bool str_ok(nsrv_str_t s, bool need) {
@@ -98,11 +109,15 @@ int nsrv_gossip_pull_enc_item(nsrv_gossip_pull_enc_t *e, const nsrv_gossip_pull_
     return 0;
 }
 
-void nsrv_gossip_pull_enc_finish(nsrv_gossip_pull_enc_t *e, const uint8_t sk[NSRV_SEAL_SK_LEN],
-                                 uint8_t key_id, nsrv_buf_t *out) {
-    uint8_t msg[sizeof PULL_DOMAIN - 1 + NSRV_SEAL_HASH_LEN];
+int nsrv_gossip_pull_enc_finish(nsrv_gossip_pull_enc_t *e, const uint8_t sk[NSRV_SEAL_SK_LEN],
+                                uint8_t key_id, uint64_t src_inc, uint64_t src_mono_ms,
+                                nsrv_buf_t *out) {
+    /* The decoder's ranges, as for the datagram envelope. */
+    if (src_inc == 0 || src_inc > NSRV_GOSSIP_TIME_MAX || src_mono_ms > NSRV_GOSSIP_TIME_MAX)
+        return -EINVAL;
+    uint8_t msg[SIGNED_LEN];
     uint8_t sig[NSRV_SEAL_SIG_LEN];
-    signed_msg(&e->hash, e->nonce, msg);
+    signed_msg(&e->hash, e->nonce, src_inc, src_mono_ms, msg);
     nsrv_seal_sign(sk, msg, sizeof msg, sig);
     size_t start = out->len;
     nsrv_buf_append_be32(out, 0);
@@ -110,10 +125,13 @@ void nsrv_gossip_pull_enc_finish(nsrv_gossip_pull_enc_t *e, const uint8_t sk[NSR
     nsrv__mp_w_array(&w, END_FIELDS);
     nsrv__mp_w_nil(&w);
     nsrv__mp_w_uint(&w, e->count);
+    nsrv__mp_w_uint(&w, src_inc);
+    nsrv__mp_w_uint(&w, src_mono_ms);
     nsrv__mp_w_bin(&w, sig, sizeof sig);
     nsrv__mp_w_uint(&w, key_id);
     nsrv_buf_put_be32_at(out, start, (uint32_t)(out->len - start - 4));
     e->total += out->len - start;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- decode */
@@ -131,7 +149,8 @@ struct nsrv_gossip_pull_dec {
     size_t frame_len, frame_have, frame_cap;
     nsrv_gossip_pull_item_t *items;
     size_t nitems, items_cap;
-    uint8_t **bufs; /* completed frame buffers the items point into */
+    uint64_t src_inc, src_mono_ms; /* from the verified end frame */
+    uint8_t **bufs;                /* completed frame buffers the items point into */
     size_t nbufs, bufs_cap;
 };
 
@@ -202,10 +221,12 @@ static int read_item(nsrv__mp_r_t *r, nsrv_gossip_pull_item_t *it) {
 
 /* Verifies the end frame; the stream is complete on success. */
 static int finish(nsrv_gossip_pull_dec_t *d, nsrv__mp_r_t *r) {
-    uint64_t count, key_id;
+    uint64_t count, key_id, inc, mono;
     const uint8_t *sig;
     size_t sig_len;
     if (nsrv__mp_r_uint(r, &count, UINT32_MAX) != 0 ||
+        nsrv__mp_r_uint(r, &inc, NSRV_GOSSIP_TIME_MAX) != 0 || inc == 0 ||
+        nsrv__mp_r_uint(r, &mono, NSRV_GOSSIP_TIME_MAX) != 0 ||
         nsrv__mp_r_bin(r, &sig, &sig_len, NSRV_SEAL_SIG_LEN) != 0 || sig_len != NSRV_SEAL_SIG_LEN ||
         nsrv__mp_r_uint(r, &key_id, 255) != 0 || nsrv__mp_r_left(r) != 0 || count != d->nitems)
         return NSRV_GOSSIP_EDECODE;
@@ -215,9 +236,13 @@ static int finish(nsrv_gossip_pull_dec_t *d, nsrv__mp_r_t *r) {
             key = &d->keys[i];
     if (!key)
         return NSRV_GOSSIP_EKEY_ID;
-    uint8_t msg[sizeof PULL_DOMAIN - 1 + NSRV_SEAL_HASH_LEN];
-    signed_msg(&d->hash, d->nonce, msg);
-    return nsrv_seal_verify(key->pk, msg, sizeof msg, sig) == 0 ? 0 : NSRV_GOSSIP_EBAD_SIG;
+    uint8_t msg[SIGNED_LEN];
+    signed_msg(&d->hash, d->nonce, inc, mono, msg);
+    if (nsrv_seal_verify(key->pk, msg, sizeof msg, sig) != 0)
+        return NSRV_GOSSIP_EBAD_SIG;
+    d->src_inc = inc;
+    d->src_mono_ms = mono;
+    return 0;
 }
 
 /* A complete frame is in d->frame: a broker (kept) or the end frame. */
@@ -225,7 +250,7 @@ static int take_frame(nsrv_gossip_pull_dec_t *d) {
     nsrv__mp_r_t r;
     uint32_t n;
     nsrv__mp_r_init(&r, d->frame, d->frame_len);
-    if (nsrv__mp_r_array(&r, &n, ITEM_FIELDS, 1) != 0)
+    if (nsrv__mp_r_array(&r, &n, NSRV_MAX(ITEM_FIELDS, END_FIELDS), 1) != 0)
         return NSRV_GOSSIP_EDECODE;
     if (n == END_FIELDS && nsrv__mp_r_nil(&r))
         return finish(d, &r);
@@ -306,4 +331,13 @@ int nsrv_gossip_pull_dec_feed(nsrv_gossip_pull_dec_t *d, const void *data, size_
         }
     }
     return NSRV_AGAIN;
+}
+
+void nsrv_gossip_pull_dec_origin(const nsrv_gossip_pull_dec_t *d, uint64_t *src_inc,
+                                 uint64_t *src_mono_ms) {
+    bool ok = d->state == 0;
+    if (src_inc)
+        *src_inc = ok ? d->src_inc : 0;
+    if (src_mono_ms)
+        *src_mono_ms = ok ? d->src_mono_ms : 0;
 }

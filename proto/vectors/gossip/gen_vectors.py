@@ -106,6 +106,9 @@ INC = 1718000000000
 MONO = 123456
 WALL = 1718000123456
 U64_MAX = (1 << 64) - 1
+# Responder (node 2) clock in the pull response's end frame.
+RESP_INC = 1717999990000
+RESP_MONO = 987654
 
 
 def dgram(sk, typ, seq, dst, key_id, body, src=1):
@@ -185,9 +188,11 @@ def main():
         f = mp([bkey(c, n, i, a), [a, c, n, i, ha, NIL if zone is None else zone, acting, tmo],
                 [v[0], v[1], v[2]], age, Bin(reg)])
         frames += struct.pack(">I", len(f)) + f
+    # The end frame carries node 2's incarnation and monotonic clock, signed
+    # after the hash: the requester's round-trip clock anchor (spec §7.6).
     h = hashlib.blake2b(frames + nonce, digest_size=32).digest()
-    sig = sk2.sign(b"nsrv-gossip-pull-v1" + h)
-    end = mp([NIL, len(items), Bin(sig), 1])
+    sig = sk2.sign(b"nsrv-gossip-pull-v1" + h + struct.pack(">QQ", RESP_INC, RESP_MONO))
+    end = mp([NIL, len(items), RESP_INC, RESP_MONO, Bin(sig), 1])
     put("pull_resp.hex", frames + struct.pack(">I", len(end)) + end)
 
 

@@ -99,9 +99,14 @@ static void run_pipeline(const uint8_t *d, size_t n, bool tcp, nsrv_arena_t *a) 
     if (rc == 0) {
         FUZZ_CHECK(p == nsrv_gossip_peers_find(t, 1));
         (void)touch(&m);
-        if (m.type == NSRV_GOSSIP_DIGEST_DELTA)
-            FUZZ_CHECK(nsrv_gossip_peer_last_seen(p, m.src_mono_ms,
-                                                  m.body.delta.entries[0].age_ms) <= 5000);
+        if (m.type == NSRV_GOSSIP_DIGEST_DELTA) {
+            uint32_t age = m.body.delta.entries[0].age_ms;
+            /* Unanchored: unusable. */
+            FUZZ_CHECK(nsrv_gossip_peer_last_seen(p, m.src_mono_ms, age, 5000) == 0);
+            nsrv_gossip_peer_anchor(p, m.src_inc, m.src_mono_ms, 4000, 5000);
+            /* The request left at 4000: nothing can map later than that. */
+            FUZZ_CHECK(nsrv_gossip_peer_last_seen(p, m.src_mono_ms, age, 5000) <= 4000);
+        }
         nsrv_arena_reset(a);
         rc = check(t, 2, "DefaultCluster", d, n, (const struct sockaddr *)&from, 6000, WALL, &m, a,
                    &p);

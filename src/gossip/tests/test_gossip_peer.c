@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Receive pipeline and per-peer state: every rejection reason, the replay
- * window, incarnations, the clock offset and age mapping, key rotation,
- * reload, and the persisted incarnation. Clocks are injected.
+ * window, incarnations, the clock offset, round-trip anchors and age
+ * mapping, key rotation, reload, and the persisted incarnation. Clocks are
+ * injected.
  *
  * Setup: we are node 2. Node 1 is at 10.0.0.1 with keys 1 and 2; node 3 at
  * [fd00::3] with node 2's test key as its key 1.
@@ -376,84 +377,250 @@ static void test_new_incarnation_resets(void **state) {
 }
 
 /*
- * Age mapping: a copy of a datagram that arrives 100 s late maps to the same
- * local instant as the original, and the naive recv - age would not. The
- * sender keeps gossiping every 5 s meanwhile, as it does in reality.
+ * Age mapping. In these tests the sender's clock is the local clock minus
+ * BASE (the true offset); a pull request sent at local time t is answered
+ * with src_mono_ms = t + rtt/2 - BASE, giving the anchor
+ * L = BASE - rtt/2 <= BASE.
+ */
+#define BASE (T0 - 50000)
+
+static void anchor_rtt(nsrv_gossip_peer_t *p, uint64_t inc, uint64_t sent, uint64_t rtt) {
+    nsrv_gossip_peer_anchor(p, inc, sent + rtt / 2 - BASE, sent, sent + rtt);
+}
+
+/* Accepts a delta of node 1 (incarnation inc) sent at local `sent`, received at `recv`. */
+static void deliver(fx_t *f, uint64_t inc, uint64_t seq, uint64_t sent, uint64_t recv) {
+    nsrv_gossip_msg_t m = msg(seq, sent - BASE);
+    m.src_inc = inc;
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, recv, GT_WALL), 0);
+}
+
+/*
+ * A copy of a datagram that arrives 100 s late maps to the same local instant
+ * as the original, and the naive recv - age would not. The sender keeps
+ * gossiping every 5 s meanwhile, as it does in reality.
  */
 static void test_age_mapping_delay_and_replay(void **state) {
     fx_t *f = *state;
     nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
-    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000), 0); /* nothing accepted yet */
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000, T0), 0); /* nothing accepted yet */
 
-    /* Sender clock = local clock - (T0 - 50000); seq 2 arrives at once. */
-    const uint64_t base = T0 - 50000;
+    /* seq 2 arrives at once; an anchor with a 4 ms round trip. */
     nsrv_gossip_msg_t m2 = msg(2, 50000);
     enc(f, &m2, f->k11.sk);
     nsrv_buf_t orig = NSRV_BUF_INIT;
     nsrv_buf_append(&orig, f->buf.data, f->buf.len);
     assert_int_equal(check_at(f, &f->from1, T0, GT_WALL), 0);
-    uint64_t ls2 = nsrv_gossip_peer_last_seen(p, 50000, 3000);
-    assert_int_equal(ls2, T0 - 3000);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000, T0), 0); /* no anchor yet */
+    anchor_rtt(p, GT_INC, T0 - 10, 4);
+    uint64_t ls2 = nsrv_gossip_peer_last_seen(p, 50000, 3000, T0);
+    /* Early by half the round trip and 1 ms of drift allowance (rounded up). */
+    assert_int_equal(ls2, T0 - 3000 - 2 - 1);
 
     /* 100 s of prompt traffic (seq 3..22, every 5 s). */
     uint64_t seq = 3;
-    for (uint64_t t = T0 + 5000; t <= T0 + 100000; t += 5000) {
-        nsrv_gossip_msg_t m = msg(seq++, t - base);
-        enc(f, &m, f->k11.sk);
-        assert_int_equal(check_at(f, &f->from1, t, GT_WALL), 0);
-    }
+    for (uint64_t t = T0 + 5000; t <= T0 + 100000; t += 5000)
+        deliver(f, GT_INC, seq++, t, t);
 
-    /* The original datagram replayed 100 s later: refused, mapping unchanged. */
+    /* The original datagram replayed 100 s later: refused, mapping unchanged but for drift. */
     nsrv_buf_reset(&f->buf);
     nsrv_buf_append(&f->buf, orig.data, orig.len);
     assert_int_equal(check_at(f, &f->from1, T0 + 100000, GT_WALL), NSRV_GOSSIP_EREPLAY);
-    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000), ls2);
+    uint64_t later = nsrv_gossip_peer_last_seen(p, 50000, 3000, T0 + 100000);
+    assert_true(later <= ls2 && later >= ls2 - 11); /* 100 ppm of 100 s = 10 ms */
 
     /* seq 1, sent 1 s before seq 2, is delivered 100 s late (held in a queue). */
     nsrv_gossip_msg_t m1 = msg(1, 49000);
     enc(f, &m1, f->k11.sk);
     assert_int_equal(check_at(f, &f->from1, T0 + 100000, GT_WALL), 0);
-    uint64_t ls1 = nsrv_gossip_peer_last_seen(p, 49000, 3000);
-    assert_int_equal(ls1, T0 - 1000 - 3000);           /* as if it had arrived on time */
-    assert_true(ls1 + 100000 <= (T0 + 100000) - 3000); /* the naive value is 100 s later */
-    /* The delayed sample did not move the offset. */
-    assert_int_equal(info(f, 1).offset_ms, (int64_t)base);
-    assert_int_equal(nsrv_gossip_peer_last_seen(p, 50000, 3000), ls2);
+    uint64_t ls1 = nsrv_gossip_peer_last_seen(p, 49000, 3000, T0 + 100000);
+    assert_true(ls1 <= T0 - 1000 - 3000); /* as if it had arrived on time, never later */
+    assert_true(ls1 >= T0 - 1000 - 3000 - 2 - 11);
+    /* The delayed sample did not move the (status) offset. */
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)BASE);
 
     /* Saturation at 0: an age older than the whole mapped clock. */
-    assert_int_equal(nsrv_gossip_peer_last_seen(p, 0, UINT32_MAX), 0);
-    /* Never later than the receive time of the packet. */
-    assert_true(nsrv_gossip_peer_last_seen(p, 100000 + 50000, 0) <= T0 + 100000);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 0, UINT32_MAX, T0 + 100000), 0);
+    /* Never later than the receive time. */
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 100000 + 50000, 0, T0 + 90000), T0 + 90000);
     nsrv_buf_deinit(&orig);
 }
 
 /*
  * The peer falls silent for 100 s (or an attacker blocks it), then a packet
  * held back 25 s (still inside the 30 s freshness window) is delivered: the
- * offset may rise by 1 ms per second of silence, not by the 25 s delay.
+ * status offset may rise by 1 ms per second of silence, not by the 25 s
+ * delay, and the anchored mapping ignores the delay altogether.
  */
 static void test_age_mapping_after_silence(void **state) {
     fx_t *f = *state;
     nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
-    const uint64_t base = T0 - 50000;
-    nsrv_gossip_msg_t m = msg(1, 50000);
-    enc(f, &m, f->k11.sk);
-    assert_int_equal(check_at(f, &f->from1, T0, GT_WALL), 0);
+    deliver(f, GT_INC, 1, T0, T0);
+    anchor_rtt(p, GT_INC, T0, 4);
     /* Sent at local T0 + 75 s, delivered at T0 + 100 s. */
-    m = msg(2, T0 + 75000 - base);
-    enc(f, &m, f->k11.sk);
-    assert_int_equal(check_at(f, &f->from1, T0 + 100000, GT_WALL), 0);
+    deliver(f, GT_INC, 2, T0 + 75000, T0 + 100000);
     int64_t off = info(f, 1).offset_ms;
-    assert_true(off > (int64_t)base && off <= (int64_t)base + 100); /* <= 100 s x 1 ms/s */
-    uint64_t ls = nsrv_gossip_peer_last_seen(p, T0 + 75000 - base, 0);
-    assert_true(ls <= T0 + 75000 + 100);
-    /* Prompt packets let it settle on the true value again. */
-    m = msg(3, T0 + 101000 - base);
-    enc(f, &m, f->k11.sk);
-    assert_int_equal(check_at(f, &f->from1, T0 + 101000, GT_WALL), 0);
-    assert_int_equal(info(f, 1).offset_ms, (int64_t)base);
+    assert_true(off > (int64_t)BASE && off <= (int64_t)BASE + 100); /* <= 100 s x 1 ms/s */
+    uint64_t ls = nsrv_gossip_peer_last_seen(p, T0 + 75000 - BASE, 0, T0 + 100000);
+    assert_true(ls <= T0 + 75000 && ls >= T0 + 75000 - 2 - 11);
+    /* Prompt packets let the status offset settle on the true value again. */
+    deliver(f, GT_INC, 3, T0 + 101000, T0 + 101000);
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)BASE);
 }
 
+/*
+ * The known hole of the sample-minimum mapping: a freshly restarted node
+ * whose FIRST datagram from a peer was held back 25 s (inside the 30 s
+ * freshness window). The sample offset is 25 s too large; the anchor is not,
+ * so the mapped instant is the true one (minus the round trip), not 25 s late.
+ */
+static void test_replay_to_fresh_node_maps_early(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    /* Sent at local T0 (age 1 s then), delivered first at T0 + 25 s. */
+    deliver(f, GT_INC, 1, T0, T0 + 25000);
+    assert_int_equal(info(f, 1).offset_ms, (int64_t)BASE + 25000); /* the upper bound is off */
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, T0 - BASE, 1000, T0 + 25000), 0);
+    /* The pull we start on boot: request at T0 + 25 s, 30 ms round trip. */
+    anchor_rtt(p, GT_INC, T0 + 25000, 30);
+    nsrv_gossip_peer_info_t i = info(f, 1);
+    assert_true(i.has_anchor);
+    assert_int_equal(i.anchor_offset_ms, (int64_t)BASE - 15);
+    assert_int_equal(i.anchor_mono_ms, T0 + 25000);
+    uint64_t ls = nsrv_gossip_peer_last_seen(p, T0 - BASE, 1000, T0 + 25030);
+    assert_true(ls <= T0 - 1000);      /* never late */
+    assert_true(ls >= T0 - 1000 - 30); /* early by at most the round trip */
+    /* The same for any held-back delay up to the freshness window. */
+    for (uint64_t d = 0; d <= 30000; d += 1000) {
+        uint64_t v = nsrv_gossip_peer_last_seen(p, T0 + 1000 - BASE, 500, T0 + 26000 + d);
+        assert_true(v <= T0 + 1000 - 500);
+        assert_true(v + 30 + 1 >= T0 + 1000 - 500);
+    }
+}
+
+/* The same after the peer's restart: its new incarnation's first datagram is delayed. */
+static void test_new_incarnation_needs_its_own_anchor(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    deliver(f, GT_INC, 1, T0, T0 + 2);
+    anchor_rtt(p, GT_INC, T0, 4);
+    assert_true(nsrv_gossip_peer_last_seen(p, T0 - BASE, 0, T0 + 2) > 0);
+    /*
+     * The peer restarts: its clock starts again from 0 at local T0 + 60 s,
+     * so its new offset is T0 + 60000. Its first datagram is held back 20 s.
+     */
+    const uint64_t inc2 = GT_INC + 60000, base2 = T0 + 60000;
+    nsrv_gossip_msg_t m = msg(1, 5000); /* sent at local T0 + 65 s */
+    m.src_inc = inc2;
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0 + 85000, GT_WALL), 0);
+    /* The old incarnation's anchor does not map the new one's ages. */
+    assert_false(info(f, 1).has_anchor);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 5000, 0, T0 + 85000), 0);
+    /* A late pull response from the old incarnation is ignored. */
+    anchor_rtt(p, GT_INC, T0 + 84000, 4);
+    assert_false(info(f, 1).has_anchor);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 5000, 0, T0 + 85000), 0);
+    /* The new incarnation's pull anchors it: the 20 s delay is not added. */
+    nsrv_gossip_peer_anchor(p, inc2, T0 + 85010 - base2, T0 + 85000, T0 + 85020);
+    uint64_t ls = nsrv_gossip_peer_last_seen(p, 5000, 0, T0 + 85020);
+    assert_true(ls <= T0 + 65000 && ls >= T0 + 65000 - 20);
+}
+
+/*
+ * A pull response of an incarnation we have no datagram of yet (the peer
+ * restarted, or we did and pulled before its first digest) waits for it;
+ * a stale "next" of a lower incarnation never applies.
+ */
+static void test_anchor_for_next_incarnation(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    /* Before any datagram: kept aside. */
+    anchor_rtt(p, GT_INC, T0 - 100, 6);
+    assert_false(info(f, 1).has_anchor);
+    deliver(f, GT_INC, 1, T0, T0 + 1);
+    nsrv_gossip_peer_info_t i = info(f, 1);
+    assert_true(i.has_anchor);
+    assert_int_equal(i.anchor_offset_ms, (int64_t)BASE - 3);
+    /* Anchors of two future incarnations: only the highest is kept. */
+    const uint64_t inc2 = GT_INC + 10, inc3 = GT_INC + 20;
+    nsrv_gossip_peer_anchor(p, inc3, 100, T0 + 1000, T0 + 1001);
+    nsrv_gossip_peer_anchor(p, inc2, 100, T0 + 1000, T0 + 1001);      /* lower than inc3: ignored */
+    assert_int_equal(info(f, 1).anchor_offset_ms, (int64_t)BASE - 3); /* current one unchanged */
+    /* inc2 starts after all: its ages are unmapped (inc3's anchor is not its). */
+    nsrv_gossip_msg_t m = msg(1, 500);
+    m.src_inc = inc2;
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0 + 2000, GT_WALL), 0);
+    assert_false(info(f, 1).has_anchor);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 500, 0, T0 + 2000), 0);
+    /* Then inc3 starts: the anchor kept for it applies. */
+    m = msg(1, 1500);
+    m.src_inc = inc3;
+    enc(f, &m, f->k11.sk);
+    assert_int_equal(check_at(f, &f->from1, T0 + 3000, GT_WALL), 0);
+    i = info(f, 1);
+    assert_true(i.has_anchor);
+    assert_int_equal(i.anchor_offset_ms, (int64_t)(T0 + 1000 - 100));
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, 1500, 0, T0 + 3000), T0 + 2400 - 1);
+    /* Nonsense is ignored: incarnation 0, a request "sent" after now. */
+    nsrv_gossip_peer_anchor(p, 0, 0, T0 + 3000, T0 + 3000);
+    nsrv_gossip_peer_anchor(p, inc3, 0, T0 + 3001, T0 + 3000);
+    assert_int_equal(info(f, 1).anchor_offset_ms, (int64_t)(T0 + 1000 - 100));
+}
+
+/* The allowance for clock drift lowers the bound by 100 ppm of the anchor's age. */
+static void test_anchor_drift_allowance(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    deliver(f, GT_INC, 1, T0, T0);
+    anchor_rtt(p, GT_INC, T0, 0);   /* an exact anchor: L = BASE */
+    uint64_t src = 10000000 - BASE; /* sent at local 10 000 000 (T0 + 9000 s) */
+    uint64_t prev = UINT64_MAX;
+    for (uint64_t age = 0; age <= 3600000; age += 600000) {
+        uint64_t now = T0 + age;
+        /* The report itself is fixed; only the allowance changes with now. */
+        uint64_t v = nsrv_gossip_peer_last_seen(p, T0 - BASE, 0, now);
+        uint64_t allowance = (age * NSRV_GOSSIP_ANCHOR_DRIFT_PPM + 999999) / 1000000;
+        assert_int_equal(v, T0 - allowance);
+        assert_true(v <= prev);
+        prev = v;
+    }
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, T0 - BASE, 0, T0 + 3600000), T0 - 360);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, src, 0, 10000000), 10000000 - 900);
+}
+
+/*
+ * Replacement: a tighter anchor replaces a looser one at once; a looser one
+ * replaces only an anchor older than 60 s (or one whose drift allowance has
+ * made it looser still).
+ */
+static void test_anchor_tighter_replaces(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    deliver(f, GT_INC, 1, T0, T0);
+    anchor_rtt(p, GT_INC, T0, 2000); /* slow: L = BASE - 1000 */
+    assert_int_equal(info(f, 1).anchor_offset_ms, (int64_t)BASE - 1000);
+    anchor_rtt(p, GT_INC, T0 + 5000, 20); /* tighter: L = BASE - 10 */
+    assert_int_equal(info(f, 1).anchor_offset_ms, (int64_t)BASE - 10);
+    assert_int_equal(info(f, 1).anchor_mono_ms, T0 + 5000);
+    anchor_rtt(p, GT_INC, T0 + 10000, 400); /* looser and the current one is young: kept */
+    assert_int_equal(info(f, 1).anchor_offset_ms, (int64_t)BASE - 10);
+    uint64_t at = nsrv_gossip_peer_last_seen(p, T0 + 10000 - BASE, 0, T0 + 10400);
+    assert_int_equal(at, T0 + 10000 - 10 - 1); /* 5.4 s of allowance rounds up to 1 ms */
+    /* After 60 s any fresh anchor replaces it (bounding what excess drift can do). */
+    anchor_rtt(p, GT_INC, T0 + 65000, 400);
+    assert_int_equal(info(f, 1).anchor_offset_ms, (int64_t)BASE - 200);
+    /* A loose anchor never maps later than the truth; the mapping moved earlier. */
+    assert_true(nsrv_gossip_peer_last_seen(p, T0 + 65000 - BASE, 0, T0 + 65400) <= T0 + 65000);
+}
+
+/*
+ * The sample offset stays the status value, and caps the anchor: if the
+ * anchor claims more than any datagram's (recv - src_mono_ms), the smaller
+ * value maps.
+ */
 static void test_offset_tracks_minimum(void **state) {
     fx_t *f = *state;
     nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
@@ -468,8 +635,12 @@ static void test_offset_tracks_minimum(void **state) {
         assert_int_equal(check_at(f, &f->from1, sent + delays[i], GT_WALL), 0);
     }
     assert_int_equal(info(f, 1).offset_ms, (int64_t)(base + 2));
-    /* last_seen maps through the minimum: (sent - base) - age + base + 2. */
-    assert_int_equal(nsrv_gossip_peer_last_seen(p, T0 + 1000 - base, 500), T0 + 1000 - 500 + 2);
+    /* An anchor that claims base + 50 (a responder clock reading too early). */
+    nsrv_gossip_peer_anchor(p, GT_INC, T0 + 2500 - base - 50, T0 + 2500, T0 + 2510);
+    assert_int_equal(info(f, 1).anchor_offset_ms, (int64_t)(base + 50));
+    /* last_seen maps through the smaller one: (sent - base) - age + base + 2. */
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, T0 + 1000 - base, 500, T0 + 2510),
+                     T0 + 1000 - 500 + 2);
 
     /* The network slows to 7 ms for two minutes: the old minimum expires. */
     uint64_t now = T0 + 3000;
@@ -485,11 +656,13 @@ static void test_offset_tracks_minimum(void **state) {
     assert_int_equal(check_at(f, &f->from1, now + 1, GT_WALL), 0);
     assert_int_equal(info(f, 1).offset_ms, (int64_t)(base + 1));
     /* A sender clock ahead of ours gives a negative offset; mapping still works. */
+    nsrv_gossip_peer_anchor(p, GT_INC, now + 5000000, now, now + 1);
     nsrv_gossip_msg_t far = msg(seq++, now + 5000000);
     enc(f, &far, f->k11.sk);
     assert_int_equal(check_at(f, &f->from1, now + 1, GT_WALL), 0);
     assert_int_equal(info(f, 1).offset_ms, -5000000 + 1);
-    assert_int_equal(nsrv_gossip_peer_last_seen(p, now + 5000000, 100), now + 1 - 100);
+    assert_int_equal(info(f, 1).anchor_offset_ms, -5000000);
+    assert_int_equal(nsrv_gossip_peer_last_seen(p, now + 5000000, 100, now + 1), now - 100 - 1);
 }
 
 static void test_rotation_two_keys(void **state) {
@@ -710,6 +883,11 @@ int main(void) {
         T(test_new_incarnation_resets),
         T(test_age_mapping_delay_and_replay),
         T(test_age_mapping_after_silence),
+        T(test_replay_to_fresh_node_maps_early),
+        T(test_new_incarnation_needs_its_own_anchor),
+        T(test_anchor_for_next_incarnation),
+        T(test_anchor_drift_allowance),
+        T(test_anchor_tighter_replaces),
         T(test_offset_tracks_minimum),
         T(test_rotation_two_keys),
         T(test_configure),

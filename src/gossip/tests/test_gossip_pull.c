@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Pull response codec: round trip in any chunking, signature binding to the
- * nonce and the responder's key, strict frames, and limits enforced before
- * any allocation follows a declared length.
+ * nonce, the responder's key and its clock reading (the anchor), strict
+ * frames, and limits enforced before any allocation follows a declared
+ * length.
  */
 #include "gossip_test.h"
 
 static const uint8_t NONCE[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
+/* The responder's clock as its end frame carries it. */
+#define R_INC (GT_INC + 7)
+#define R_MONO 424242
 
 static nsrv_gossip_pull_item_t item(const char *name, int64_t id, const char *addr,
                                     const char *reg) {
@@ -47,7 +51,7 @@ static void build(nsrv_buf_t *out, size_t n) {
         nsrv_gossip_pull_item_t it = item(name, (int64_t)i, addr, "{\"topicConfigTable\":{}}");
         assert_int_equal(nsrv_gossip_pull_enc_item(&e, &it, out), 0);
     }
-    nsrv_gossip_pull_enc_finish(&e, k.sk, 1, out);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k.sk, 1, R_INC, R_MONO, out), 0);
 }
 
 static int decode_all(const void *p, size_t len, const uint8_t *nonce, size_t *nitems) {
@@ -76,6 +80,11 @@ static void test_roundtrip_chunked(void **state) {
             rc = nsrv_gossip_pull_dec_feed(d, out.data + off, NSRV_MIN(step, out.len - off));
         }
         assert_int_equal(rc, 0);
+        uint64_t inc = 0, mono = 0;
+        nsrv_gossip_pull_dec_origin(d, &inc, &mono);
+        assert_int_equal(inc, R_INC);
+        assert_int_equal(mono, R_MONO);
+        nsrv_gossip_pull_dec_origin(d, NULL, NULL);
         const nsrv_gossip_pull_item_t *it;
         assert_int_equal(nsrv_gossip_pull_dec_items(d, &it), 5);
         for (int i = 0; i < 5; i++) {
@@ -97,6 +106,9 @@ static void test_roundtrip_chunked(void **state) {
         assert_int_equal(nsrv_gossip_pull_dec_feed(d, "", 0), 0);
         assert_int_equal(nsrv_gossip_pull_dec_feed(d, "x", 1), NSRV_GOSSIP_EDECODE);
         assert_int_equal(nsrv_gossip_pull_dec_items(d, &it), 0);
+        nsrv_gossip_pull_dec_origin(d, &inc, &mono); /* failed now: no origin */
+        assert_int_equal(inc, 0);
+        assert_int_equal(mono, 0);
         nsrv_gossip_pull_dec_destroy(&d);
     }
     /* Byte by byte, exhaustively. */
@@ -151,7 +163,7 @@ static void test_signature_binding(void **state) {
     nsrv_gossip_pull_enc_t e;
     nsrv_buf_reset(&out);
     nsrv_gossip_pull_enc_init(&e, NONCE);
-    nsrv_gossip_pull_enc_finish(&e, k1.sk, 1, &out);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k1.sk, 1, R_INC, R_MONO, &out), 0);
     assert_int_equal(decode_all(out.data, out.len, NONCE, &n), NSRV_GOSSIP_EBAD_SIG);
     nsrv_buf_deinit(&out);
 }
@@ -190,7 +202,7 @@ static void test_truncation_and_frames(void **state) {
         {{0, 0, 0, 2, 0x94, 0x01}, 6},                    /* 4 fields, not nil first */
         {{0, 0, 0, 6, 0x95, 0x01, 0x90, 0x93, 0, 0}, 10}, /* identity of 0 fields */
         {{0, 0, 0, 3, 0x96, 0xc0, 0x00}, 7},              /* 6 fields */
-        {{0, 0, 0, 5, 0x94, 0xc0, 0x00, 0xc4, 0x00}, 9},  /* end frame with an empty sig */
+        {{0, 0, 0, 5, 0x94, 0xc0, 0x00, 0xc4, 0x00}, 9},  /* old 4-field end frame, empty sig */
     };
     for (size_t i = 0; i < NSRV_ARRAY_LEN(bad); i++)
         assert_int_equal(decode_all(bad[i].b, bad[i].len, NONCE, &n), NSRV_GOSSIP_EDECODE);
@@ -220,7 +232,7 @@ static void test_bkey_must_match(void **state) {
     /* A signed frame whose bkey does not match its identity is refused too. */
     it = item("broker-a", 0, "10.0.0.1:10911", "{}");
     assert_int_equal(nsrv_gossip_pull_enc_item(&e, &it, &out), 0);
-    nsrv_gossip_pull_enc_finish(&e, k.sk, 1, &out);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k.sk, 1, R_INC, R_MONO, &out), 0);
     /* bkey is the first value after "[5 fields" and the prefix: a uint64 (0xcf + 8 bytes). */
     assert_int_equal((uint8_t)out.data[5], 0xcf);
     out.data[13] ^= 1;
@@ -264,7 +276,7 @@ static void test_encoder_limits(void **state) {
 
     it.reg_len = 2;
     assert_int_equal(nsrv_gossip_pull_enc_item(&e, &it, &out), 0);
-    nsrv_gossip_pull_enc_finish(&e, k.sk, 1, &out);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k.sk, 1, R_INC, R_MONO, &out), 0);
     assert_true(out.len <= NSRV_GOSSIP_PULL_TOTAL_MAX);
     size_t n;
     assert_int_equal(decode_all(out.data, out.len, NONCE, &n), 0);
@@ -285,11 +297,104 @@ static void test_encoder_limits(void **state) {
     nsrv_free(chunk);
 }
 
+/* Finds the end frame of a response: its offset (at the length prefix). */
+static size_t end_frame_at(const nsrv_buf_t *out) {
+    size_t off = 0;
+    for (;;) {
+        uint32_t len = nsrv_load_be32(out->data + off);
+        if (off + 4 + len == out->len)
+            return off;
+        off += 4 + len;
+    }
+}
+
+/*
+ * The end frame's clock: [nil, count, src_inc, src_mono_ms, sig, key_id].
+ * It is covered by the signature (a man in the middle cannot make the
+ * requester's anchor tighter than the truth), and range-checked on both
+ * sides; the old 4-field end frame is refused.
+ */
+static void test_origin_signed(void **state) {
+    (void)state;
+    gt_key_t k = gt_key_2_1();
+    nsrv_buf_t out = NSRV_BUF_INIT;
+    build(&out, 2);
+    size_t end = end_frame_at(&out);
+    const uint8_t *f = (const uint8_t *)out.data + end + 4;
+    assert_int_equal(f[0], 0x96);  /* array of 6 */
+    assert_int_equal(f[1], 0xc0);  /* nil */
+    assert_int_equal(f[2], 2);     /* count */
+    assert_int_equal(f[3], 0xcf);  /* src_inc, u64 */
+    assert_int_equal(f[12], 0xce); /* src_mono_ms 424242, u32 */
+    assert_int_equal(nsrv_load_be32(f + 13), R_MONO);
+    size_t n;
+    /* Any change to either clock field breaks the signature. */
+    for (size_t i = 4; i < 17; i++) {
+        if (i == 12)
+            continue; /* the u32 marker: a type change is malformed, not mis-signed */
+        out.data[end + 4 + i] ^= 0x01;
+        assert_int_equal(decode_all(out.data, out.len, NONCE, &n), NSRV_GOSSIP_EBAD_SIG);
+        assert_int_equal(n, 0);
+        out.data[end + 4 + i] ^= 0x01;
+    }
+    assert_int_equal(decode_all(out.data, out.len, NONCE, &n), 0);
+
+    /* The encoder refuses what the decoder would, and appends nothing. */
+    nsrv_gossip_pull_enc_t e;
+    nsrv_buf_reset(&out);
+    nsrv_gossip_pull_enc_init(&e, NONCE);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k.sk, 1, 0, 1, &out), -EINVAL);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k.sk, 1, NSRV_GOSSIP_TIME_MAX + 1, 1, &out),
+                     -EINVAL);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k.sk, 1, 1, NSRV_GOSSIP_TIME_MAX + 1, &out),
+                     -EINVAL);
+    assert_int_equal(out.len, 0);
+    /* The extremes are fine: src_mono_ms 0 (right at start), both at 2^62. */
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k.sk, 1, 1, 0, &out), 0);
+    assert_int_equal(decode_all(out.data, out.len, NONCE, &n), 0);
+    nsrv_buf_reset(&out);
+    nsrv_gossip_pull_enc_init(&e, NONCE);
+    assert_int_equal(
+        nsrv_gossip_pull_enc_finish(&e, k.sk, 1, NSRV_GOSSIP_TIME_MAX, NSRV_GOSSIP_TIME_MAX, &out),
+        0);
+    assert_int_equal(decode_all(out.data, out.len, NONCE, &n), 0);
+
+    /* Hand-made end frames (no valid signature needed: the ranges fail first). */
+    uint8_t sig64[64] = {0};
+    struct {
+        uint8_t pre[16];
+        size_t len;
+    } bad[] = {
+        {{0x96, 0xc0, 0x00, 0x00, 0x01}, 5}, /* src_inc 0 */
+        {{0x96, 0xc0, 0x00, 0xff, 0x01}, 5}, /* src_inc -1 */
+        {{0x96, 0xc0, 0x00, 0x01, 0xcf, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01},
+         13},                                /* src_mono_ms 2^62 + 1 */
+        {{0x96, 0xc0, 0x00, 0x01, 0xc0}, 5}, /* src_mono_ms nil */
+        {{0x94, 0xc0, 0x00}, 3},             /* the version-1 4-field layout */
+        {{0x97, 0xc0, 0x00, 0x01, 0x01}, 5}, /* 7 fields */
+    };
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(bad); i++) {
+        nsrv_buf_t b = NSRV_BUF_INIT;
+        nsrv_buf_append_be32(&b, 0);
+        nsrv_buf_append(&b, bad[i].pre, bad[i].len);
+        if (bad[i].pre[0] != 0x97) {
+            const uint8_t hdr[2] = {0xc4, 64};
+            nsrv_buf_append(&b, hdr, 2);
+            nsrv_buf_append(&b, sig64, 64);
+            nsrv_buf_append(&b, "\x01", 1);
+        }
+        nsrv_buf_put_be32_at(&b, 0, (uint32_t)(b.len - 4));
+        assert_int_equal(decode_all(b.data, b.len, NONCE, &n), NSRV_GOSSIP_EDECODE);
+        nsrv_buf_deinit(&b);
+    }
+    nsrv_buf_deinit(&out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_chunked),     cmocka_unit_test(test_signature_binding),
         cmocka_unit_test(test_truncation_and_frames), cmocka_unit_test(test_bkey_must_match),
-        cmocka_unit_test(test_encoder_limits),
+        cmocka_unit_test(test_encoder_limits),        cmocka_unit_test(test_origin_signed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

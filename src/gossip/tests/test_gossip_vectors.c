@@ -221,6 +221,10 @@ static void test_pull_resp(void **state) {
     assert_int_equal(it[1].id, 0);
     assert_int_equal(it[1].dv.counter, 7);
     assert_int_equal(it[1].dv.timestamp, 1717999999000);
+    uint64_t inc, mono;
+    nsrv_gossip_pull_dec_origin(d, &inc, &mono);
+    assert_int_equal(inc, 1717999990000);
+    assert_int_equal(mono, 987654);
 
     /* Re-encode: the same bytes. */
     nsrv_gossip_pull_enc_t e;
@@ -228,7 +232,7 @@ static void test_pull_resp(void **state) {
     nsrv_gossip_pull_enc_init(&e, nonce);
     for (int i = 0; i < 2; i++)
         assert_int_equal(nsrv_gossip_pull_enc_item(&e, &it[i], &out), 0);
-    nsrv_gossip_pull_enc_finish(&e, k2.sk, 1, &out);
+    assert_int_equal(nsrv_gossip_pull_enc_finish(&e, k2.sk, 1, inc, mono, &out), 0);
     assert_int_equal(out.len, len);
     assert_memory_equal(out.data, b, len);
     nsrv_buf_deinit(&out);
