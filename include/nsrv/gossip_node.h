@@ -82,7 +82,9 @@ int nsrv_gossip_node_pull_request(nsrv_gossip_node_t *n, uint8_t peer_id, const 
                                   uint64_t now_mono, int64_t now_wall, nsrv_buf_t *out);
 
 /*
- * Applies a verified pull reply from peer_id. req_sent_mono: when we sent the
+ * Applies a verified pull reply from peer_id and anchors that peer's clock
+ * with the reply's signed origin (src_inc, src_mono: nsrv_gossip_pull_dec_origin;
+ * proto/gossip.md §7.6). req_sent_mono: when we sent the
  * request; ages are mapped as req_sent_mono - age, which can only
  * under-estimate when the broker was last heard. A broker we already hold
  * with the same or a newer data version only has its age merged (a pull never
@@ -90,7 +92,8 @@ int nsrv_gossip_node_pull_request(nsrv_gossip_node_t *n, uint8_t peer_id, const 
  */
 size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
                                    const nsrv_gossip_pull_item_t *items, size_t count,
-                                   uint64_t req_sent_mono, uint64_t now_mono);
+                                   uint64_t req_sent_mono, uint64_t now_mono, uint64_t src_inc,
+                                   uint64_t src_mono);
 
 /*
  * Serves a PULL_REQ that arrived on TCP (req: the bytes after the length

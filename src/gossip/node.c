@@ -469,11 +469,11 @@ static ident_t *ident_lookup(nsrv_gossip_node_t *n, uint64_t bkey, bool *refresh
 static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
                      const nsrv_gossip_msg_t *m, const nsrv_gossip_entry_t *e, uint64_t now,
                      bool *refreshed) {
-    uint64_t seen = nsrv_gossip_peer_last_seen(p, m->src_mono_ms, e->age_ms);
-    if (seen > now)
-        seen = now;
+    uint64_t seen = nsrv_gossip_peer_last_seen(p, m->src_mono_ms, e->age_ms, now);
     ident_t *i = ident_lookup(n, e->bkey, refreshed, now);
-    if (!i) {
+    if (!i || seen == 0) {
+        /* Unknown broker, or no clock anchor for this peer yet: a pull brings
+         * the registration and anchors the peer's clock (proto/gossip.md §7.6). */
         pend_add(n, pid, e->bkey);
         return;
     }
@@ -535,9 +535,9 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
             ident_t *id = ident_lookup(n, t->bkey, &refreshed, now_mono);
             if (!id || t->reason != NSRV_GOSSIP_TOMB_UNREGISTER)
                 continue;
-            uint64_t event = nsrv_gossip_peer_last_seen(p, m.src_mono_ms, t->age_ms);
-            if (nsrv_route_peer_unregister(n->rt, id->cluster, id->addr, id->name, id->id, event,
-                                           now_mono)) {
+            uint64_t event = nsrv_gossip_peer_last_seen(p, m.src_mono_ms, t->age_ms, now_mono);
+            if (event && nsrv_route_peer_unregister(n->rt, id->cluster, id->addr, id->name, id->id,
+                                                    event, now_mono)) {
                 n->c.tombstones_applied++;
                 nsrv_log_info("GOSSIP", "broker '%s' unregistered (relayed by node %u)", id->addr,
                               pid);
@@ -565,9 +565,13 @@ static char *dup_str(nsrv_arena_t *a, nsrv_str_t s) {
 
 size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
                                    const nsrv_gossip_pull_item_t *items, size_t count,
-                                   uint64_t req_sent_mono, uint64_t now_mono) {
+                                   uint64_t req_sent_mono, uint64_t now_mono, uint64_t src_inc,
+                                   uint64_t src_mono) {
     size_t imported = 0;
     n->c.pulls_ok++;
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(n->peers, peer_id);
+    if (p)
+        nsrv_gossip_peer_anchor(p, src_inc, src_mono, req_sent_mono, now_mono);
     for (size_t k = 0; k < count; k++) {
         const nsrv_gossip_pull_item_t *it = &items[k];
         nsrv_arena_reset(&n->arena);
@@ -694,7 +698,8 @@ int nsrv_gossip_node_serve_pull(nsrv_gossip_node_t *n, const uint8_t *req, size_
         if (nsrv_gossip_pull_enc_item(&enc, &it, out) != 0)
             nsrv_log_warn("GOSSIP", "broker '%s' left out of a pull reply", li->broker_addr);
     }
-    nsrv_gossip_pull_enc_finish(&enc, n->sender.sk, n->sender.key_id, out);
+    nsrv_gossip_pull_enc_finish(&enc, n->sender.sk, n->sender.key_id, n->sender.inc,
+                                now_mono - n->sender.mono_start_ms, out);
     n->c.pulls_served++;
     return 0;
 }

@@ -296,8 +296,10 @@ static void cli_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     }
     const nsrv_gossip_pull_item_t *items;
     size_t count = nsrv_gossip_pull_dec_items(c->dec, &items);
-    size_t imported =
-        nsrv_gossip_node_apply_pull(c->g->node, c->peer, items, count, c->sent_at, mono());
+    uint64_t src_inc = 0, src_mono = 0;
+    nsrv_gossip_pull_dec_origin(c->dec, &src_inc, &src_mono);
+    size_t imported = nsrv_gossip_node_apply_pull(c->g->node, c->peer, items, count, c->sent_at,
+                                                  mono(), src_inc, src_mono);
     nsrv_log_info("GOSSIP", "pulled %zu broker(s) from node %u, %zu imported", count, c->peer,
                   imported);
     cli_finish(c, true);

@@ -49,6 +49,8 @@ void proc_register_broker(proc_ctx_t *ctx) {
     if (nsrv_register_body_decode(req->body, req->body_len, req->version,
                                   proc_ext_true(ctx, "compressed"), ctx->arena, &body, err,
                                   sizeof err) != 0) {
+        /* Java throws here, so its reply is the generic error one: no extFields. */
+        ctx->resp->has_ext = false;
         proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", err);
         return;
     }

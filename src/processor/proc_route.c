@@ -147,4 +147,7 @@ void proc_get_member_group(proc_ctx_t *ctx) {
     const char *name = proc_ext(ctx, "brokerName");
     nsrv_route_member_group(ctx->p->rt, cluster, name, ctx->now_ms, ctx->body);
     proc_use_body(ctx);
+    /* Java builds this reply with createResponseCommand(null), whose default
+     * remark survives the later setCode(SUCCESS). */
+    proc_set_code(ctx, NSRV_RESP_SUCCESS, "not set any response code");
 }

