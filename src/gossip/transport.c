@@ -28,6 +28,11 @@
 #define PULL_DEADLINE_MS 10000
 /* Keys per pull request. */
 #define PULL_KEYS_MAX 4096
+/* A peer's clock anchor (a signed pull reply) is refreshed this often, so the
+ * drift allowance added to it stays a few milliseconds (proto/gossip.md §7.6). */
+#define ANCHOR_REFRESH_MS 60000
+/* After a failed pull, a peer is not asked again for this long. */
+#define PULL_RETRY_MS 1000
 /* Jitter of the full-digest period, in percent either way. */
 #define FULL_JITTER_PCT 10
 
@@ -47,6 +52,8 @@ struct nsrv_gossip {
     char rbuf[NSRV_GOSSIP_DGRAM_MAX];
     pull_srv_t *srvs;
     pull_cli_t *clis[256];
+    uint64_t last_pull_ok[256];
+    uint64_t last_pull_fail[256];
     int open_handles;
     bool stopping;
     uint8_t sk[NSRV_SEAL_SK_LEN];
@@ -262,8 +269,10 @@ static void cli_finish(pull_cli_t *c, bool ok) {
     nsrv_gossip_t *g = c->g;
     if (g->clis[c->peer] == c)
         g->clis[c->peer] = NULL;
-    if (!ok && !g->stopping)
+    if (!ok && !g->stopping) {
         nsrv_gossip_node_pull_failed(g->node, c->peer, c->all);
+        g->last_pull_fail[c->peer] = mono();
+    }
     uv_close((uv_handle_t *)&c->tcp, cli_closed);
 }
 
@@ -300,8 +309,9 @@ static void cli_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     nsrv_gossip_pull_dec_origin(c->dec, &src_inc, &src_mono);
     size_t imported = nsrv_gossip_node_apply_pull(c->g->node, c->peer, items, count, c->sent_at,
                                                   mono(), src_inc, src_mono);
-    nsrv_log_info("GOSSIP", "pulled %zu broker(s) from node %u, %zu imported", count, c->peer,
+    nsrv_log_info("GOSSIP", "pulled %zu broker(s) from node %u, %zu applied", count, c->peer,
                   imported);
+    c->g->last_pull_ok[c->peer] = mono();
     cli_finish(c, true);
 }
 
@@ -396,10 +406,17 @@ static void pull_cb(uv_timer_t *t) {
         uint8_t pid = nsrv_gossip_peer_id(p);
         if (g->clis[pid])
             continue; /* one pull per peer at a time */
+        if (g->last_pull_fail[pid] && mono() - g->last_pull_fail[pid] < PULL_RETRY_MS)
+            continue;
         bool all = false;
         size_t n = nsrv_gossip_node_take_pull(g->node, pid, keys, PULL_KEYS_MAX, &all);
-        if (all || n)
+        if (all || n) {
             start_pull(g, p, keys, n, all);
+        } else if (mono() - g->last_pull_ok[pid] > ANCHOR_REFRESH_MS) {
+            /* Nothing to fetch, but the anchor ages: ask for one key no broker has. */
+            keys[0] = 0;
+            start_pull(g, p, keys, 1, false);
+        }
     }
 }
 
