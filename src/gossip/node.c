@@ -773,6 +773,9 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
             nsrv_buf_append_c(out, "\"incarnation\":null,\"keyId\":null,\"lastValidAgeMs\":null,");
         if (info.has_offset)
             nsrv_buf_printf(out, "\"clockOffsetMs\":%" PRId64 ",", info.offset_ms);
+        if (info.has_anchor)
+            nsrv_buf_printf(out, "\"anchorOffsetMs\":%" PRId64 ",\"anchorAgeMs\":%" PRIu64 ",",
+                            info.anchor_offset_ms, now_mono - info.anchor_mono_ms);
         nsrv_buf_printf(out, "\"accepted\":%" PRIu64 ",\"rejected\":", info.accepted);
         reasons_json(out, info.rejected);
         nsrv_buf_append_ch(out, '}');
