@@ -100,11 +100,7 @@ typedef struct gs_sim {
     uint32_t delay_min, delay_max; /* one-way delay of datagrams and pull legs, ms */
     uint32_t drop_pm, dup_pm;      /* per mille */
     bool link[GS_MAX_NODES + 1][GS_MAX_NODES + 1]; /* link[a][b]: a reaches b */
-    /* Late deliveries (replays, held-back datagrams) are given to a receiver only
-     * when its peer state already holds the sender's incarnation (see
-     * gs_late_ok). Off, they are delivered whatever the receiver's state. */
-    bool late_needs_offset;
-    uint64_t late_suppressed;
+    uint64_t late_delivered; /* replays and held-back copies that reached a node */
     /* timers */
     bool timers;
     uint32_t full_ms, delta_ms, pull_ms, sync_ms;
@@ -298,7 +294,6 @@ static inline void gs_init(gs_sim_t *s, size_t n, uint64_t seed) {
     s->rng = seed;
     s->budget = NSRV_GOSSIP_DGRAM_DEFAULT;
     s->delay_min = s->delay_max = 1;
-    s->late_needs_offset = false;
     s->full_ms = 5000;
     s->delta_ms = 100;
     s->pull_ms = 100;
@@ -424,28 +419,6 @@ static inline int gs_deliver_raw(gs_sim_t *s, uint8_t dst, uint8_t src, const ui
 static inline int gs_deliver_sent(gs_sim_t *s, size_t k, uint8_t dst) {
     const gs_sent_t *e = gs_sent(s, k);
     return gs_deliver_raw(s, dst ? dst : e->dst, e->src, e->d, e->len);
-}
-
-/*
- * Whether a late copy may reach dst (late_needs_offset): the receiver already
- * accepted a timely datagram of the sender's incarnation, so its clock offset
- * for that sender comes from a timely sample. See the known-bug tests in
- * test_gossip_node.c for what happens otherwise.
- */
-static inline bool gs_late_ok(gs_sim_t *s, const gs_msg_t *m) {
-    gs_node_t *nd = &s->node[m->dst];
-    if (!nd->up)
-        return true;
-    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(nd->peers, m->src);
-    if (!p)
-        return true;
-    nsrv_gossip_msg_t h;
-    size_t off;
-    if (nsrv_gossip_msg_decode_header(m->d, m->len, &h, &off) != 0)
-        return true;
-    nsrv_gossip_peer_info_t info;
-    nsrv_gossip_peer_info(p, &info);
-    return info.has_incarnation && info.has_offset && h.src_inc <= info.incarnation;
 }
 
 /* ---- pulls ---- */
@@ -645,10 +618,8 @@ static inline void gs_process(gs_sim_t *s, gs_msg_t *m) {
     case GS_DGRAM:
         if (!s->link[m->src][m->dst])
             break; /* cut while in flight */
-        if (m->late && s->late_needs_offset && !gs_late_ok(s, m)) {
-            s->late_suppressed++;
-            break;
-        }
+        if (m->late)
+            s->late_delivered++;
         gs_deliver_raw(s, m->dst, m->src, m->d, m->len);
         break;
     case GS_PULL_REQ:
