@@ -175,7 +175,7 @@ int nsrv_gossip_sender_full(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts
         m.body.full.nparts = (uint16_t)nplan;
         m.body.full.key_lo = plan[i].key_lo;
         m.body.full.key_hi = plan[i].key_hi;
-        m.body.full.entries = entries + plan[i].start;
+        m.body.full.entries = entries ? entries + plan[i].start : NULL;
         m.body.full.n = plan[i].n;
         rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
         if (rc < 0)
