@@ -374,12 +374,42 @@ class Cluster:
         ids = list(ids) if ids is not None else [nd.id for nd in self.nodes]
         return [self.node(i).addr for i in ids]
 
-    def start(self) -> "Cluster":
+    def start(self, settle: bool = True) -> "Cluster":
         for nd in self.nodes:
             nd.start(wait=False)
         for nd in self.nodes:
             nd.wait_up()
+        if settle:
+            self.wait_settled()
         return self
+
+    def wait_settled(self, timeout: float = 10.0) -> None:
+        """Waits until every node has accepted a datagram from every peer and holds a clock
+        anchor for it (a successful pull, proto/gossip.md §7.6), so that tests do not measure
+        start-up effects (a boot-time pull to a peer that was not listening yet is retried
+        only after a second). Binaries without anchors: datagrams only."""
+
+        def settled():
+            anchors_known = False
+            ok = True
+            for nd in self.nodes:
+                if not nd.alive() or not nd.config.get("gossipEnable"):
+                    continue
+                for p in nd.gossip()["peers"]:
+                    anchors_known |= "anchorOffsetMs" in p
+                    ok &= p.get("incarnation") is not None and "anchorOffsetMs" in p
+            return ok or (not anchors_known and time.monotonic() - t0 > 3.0 and self._datagrams_everywhere())
+
+        t0 = time.monotonic()
+        poll_until(settled, scaled(timeout), 0.05)
+
+    def _datagrams_everywhere(self) -> bool:
+        return all(
+            p.get("incarnation") is not None
+            for nd in self.nodes
+            if nd.alive() and nd.config.get("gossipEnable")
+            for p in nd.gossip()["peers"]
+        )
 
     def close(self) -> List[str]:
         """Stops every node (SIGTERM, SIGKILL if needed); returns problems found."""

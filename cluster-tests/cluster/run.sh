@@ -26,4 +26,5 @@ for mod in pytest cryptography; do
 done
 [ -x "$nsrvd" ] || { echo "nsrvd binary not found: $nsrvd (build it, or pass --nsrvd PATH)"; exit 2; }
 cd "$here"
-exec python3 -m pytest -p no:cacheprovider -s -v -rfE --nsrvd "$nsrvd" "$here" ${args[@]+"${args[@]}"}
+# No path given: pytest collects this directory (the working directory).
+exec python3 -m pytest -p no:cacheprovider -s -v -rfE --nsrvd="$nsrvd" ${args[@]+"${args[@]}"}

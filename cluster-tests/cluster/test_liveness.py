@@ -207,8 +207,9 @@ def test_dying_broker_disappears_everywhere(cluster_factory, sim_factory, result
     for i, d in drops.items():
         if d - last_any > bound + POLL_S:
             problems.append(f"frozen broker: node {i} dropped it {d - last_any:.2f}s after the last heartbeat")
-        if pres.last_present.get((i, frozen), 0) - last[(i, frozen)] < timeout - 0.3 - POLL_S and \
-                d - last[(i, frozen)] < timeout - 0.3:
+        # Like a Java NameServer, a node keeps a broker for its whole timeout after its own
+        # last direct heartbeat (last[] is an under-estimate of it, d an over-estimate of the drop).
+        if d - last[(i, frozen)] < timeout - 0.3:
             problems.append(f"frozen broker: node {i} dropped it early ({d - last[(i, frozen)]:.2f}s)")
     if fig["freeze_disagreement_s"] > 2.0:
         problems.append(f"nodes disagree for {fig['freeze_disagreement_s']}s after a freeze")
