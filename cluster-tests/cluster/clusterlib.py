@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import random
 import signal
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 

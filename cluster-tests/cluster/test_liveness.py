@@ -13,7 +13,7 @@ so nodes 2 and 3 can know them through gossip and nothing else.
 from __future__ import annotations
 
 import time
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Tuple
 
 import pytest
 

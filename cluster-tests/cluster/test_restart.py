@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from clusterlib import Cluster, Node, percentile, poll_until
+from clusterlib import Node, percentile, poll_until
 
 N_BROKERS = int(os.environ.get("NSRV_RESTART_BROKERS", "1000"))
 TOPICS = 20

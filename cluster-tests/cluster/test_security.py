@@ -16,7 +16,6 @@ which node 3 knows through node 1's digests alone. Timeout 6 s, period 2 s, full
 from __future__ import annotations
 
 import os
-import struct
 import time
 from collections import Counter
 from typing import Dict, List, Optional, Tuple
@@ -24,7 +23,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 import gossipwire as gw
-from clusterlib import Cluster, Relay, poll_until, send_udp, tcp_exchange
+from clusterlib import Relay, poll_until, send_udp, tcp_exchange
 
 TIMEOUT_MS = 6000
 PERIOD_MS = 2000
