@@ -243,6 +243,7 @@ typedef struct {
     nsrv_data_version_t data_version;
     uint64_t last_direct_ms; /* 0: never heard directly by this node */
     uint64_t last_seen_ms;   /* max of direct and peer-reported; expiry counts from it */
+    uint64_t created_ms;     /* when the entry appeared: a broker that returns gets a new one */
     uint64_t conn_id;
 } nsrv_route_live_info_t;
 

@@ -45,6 +45,7 @@ typedef struct {
     uint64_t touched_ms;  /* last time the route table had it */
     bool sent;            /* a delta or digest carried it */
     nsrv_data_version_t sent_dv;
+    uint64_t sent_created; /* the live entry it carried: a returning broker is news */
 } ident_t;
 
 typedef struct {
@@ -263,10 +264,12 @@ static void collect_cb(void *ud, const nsrv_route_live_info_t *li) {
     uint64_t bkey = info_bkey(li);
     ident_t *i = ident_put(c->n, bkey, nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name),
                            li->broker_id, nsrv_str_c(li->broker_addr), c->now);
-    if (c->changed_only && i->sent && nsrv_data_version_eq(&i->sent_dv, &li->data_version))
+    if (c->changed_only && i->sent && nsrv_data_version_eq(&i->sent_dv, &li->data_version) &&
+        i->sent_created == li->created_ms)
         return;
     i->sent = true;
     i->sent_dv = li->data_version;
+    i->sent_created = li->created_ms;
     if (c->count == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 256;
         c->e = nsrv_realloc(c->e, c->cap * sizeof c->e[0]);

@@ -97,6 +97,7 @@ typedef struct {
     UT_hash_handle hh;
     uint64_t last_direct_ms; /* last REGISTER_BROKER / QUERY_DATA_VERSION / BROKER_HEARTBEAT */
     uint64_t last_seen_ms;   /* expiry clock; >= last_direct_ms (gossip may raise it) */
+    uint64_t created_ms;     /* when this entry appeared (a returning broker gets a new one) */
     int64_t timeout_ms;
     nsrv_data_version_t dv;
     uint64_t conn_id;

@@ -118,6 +118,7 @@ rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const nsrv_register_req_t *req
     if (!l) {
         l = nsrv_calloc(1, sizeof *l);
         key_init(&l->k, cluster, addr);
+        l->created_ms = now_ms;
         HASH_ADD_KEYPTR(hh, rt->live, l->k.key, l->k.key_len, l);
         nsrv_log_info("ROUTE", "new broker registered '%s' in cluster '%s'%s", addr, cluster,
                       direct ? "" : " (learned from a peer)");

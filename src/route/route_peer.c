@@ -36,6 +36,7 @@ static void fill_info(const nsrv_route_t *rt, const rt_live_t *l, nsrv_route_liv
     out->data_version = l->dv;
     out->last_direct_ms = l->last_direct_ms;
     out->last_seen_ms = l->last_seen_ms;
+    out->created_ms = l->created_ms;
     out->conn_id = l->conn_id;
 }
 

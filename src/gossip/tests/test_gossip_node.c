@@ -800,6 +800,34 @@ static void test_peer_report_is_never_direct_nor_reannounced(void **state) {
 /* ---- found by these tests, now fixed ---- */
 
 /*
+ * FIXED (was a bug; found by the cluster suite): a broker that left (an
+ * unregister, or eviction) and came back with the same DataVersion was not
+ * announced by a delta, because the engine remembered having sent that
+ * version; peers learnt it again only at the next full digest (up to 5 s).
+ */
+static void test_returning_broker_is_announced_by_a_delta(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_new(2, 0);
+    gs_broker_t b;
+    gs_broker_init(&b, 1);
+    gs_register(s, A, &b);
+    learn(s, A, B);
+    assert_true(gs_live(s, B, &b, NULL));
+    gs_unregister(s, A, &b);
+    gs_delta(s, A); /* the tombstone */
+    gs_run(s, 10);
+    assert_false(gs_live(s, B, &b, NULL));
+    gs_run(s, 1000);
+    gs_register(s, A, &b); /* back, same DataVersion */
+    gs_delta(s, A);
+    gs_run(s, 10);
+    gs_pull_all_wanted(s);
+    gs_run(s, 10);
+    assert_true(gs_live(s, B, &b, NULL));
+    sim_del(s);
+}
+
+/*
  * FIXED (peer anchors, proto/gossip.md §7.6; was a bug): the first datagram a node accepts from a
  * peer (after the receiver restarted, or in the peer's new incarnation) sets the clock offset from
  * its own delay. A digest captured up to 30 s earlier and replayed to a restarted node (its replay
@@ -1001,6 +1029,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_100s_later_changes_nothing),
         cmocka_unit_test(test_duplicated_digest_is_idempotent),
+        cmocka_unit_test(test_returning_broker_is_announced_by_a_delta),
         cmocka_unit_test(test_reordered_parts_and_deltas_same_result),
         cmocka_unit_test(test_delayed_digest_cannot_extend_liveness),
         cmocka_unit_test(test_held_back_datagrams_after_silence_cannot_extend_liveness),
