@@ -70,7 +70,7 @@ void nsrv_gossip_node_on_unregister(nsrv_gossip_node_t *n, const char *cluster, 
  * be pulled (start-up). Returns the number of keys.
  */
 size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t *keys,
-                                  size_t cap, bool *all);
+                                  size_t cap, bool *all, uint64_t now_mono);
 /* Ask peer_id for everything (start-up, or a peer's new incarnation). */
 void nsrv_gossip_node_want_all(nsrv_gossip_node_t *n, uint8_t peer_id);
 /* A pull failed: its keys are wanted again (from any peer that reports them). */

@@ -51,6 +51,7 @@ typedef struct {
 typedef struct {
     uint64_t key;
     UT_hash_handle hh;
+    nsrv_data_version_t dv; /* the version the peer reported */
 } pend_t;
 
 typedef struct {
@@ -120,13 +121,20 @@ static uint64_t info_bkey(const nsrv_route_live_info_t *li) {
 
 /* ---- pending pulls ---- */
 
-static void pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key) {
+static void pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
+                     const nsrv_data_version_t *dv) {
     pend_t *p;
     HASH_FIND(hh, n->pend[peer], &key, sizeof key, p);
-    if (p || n->n_pend[peer] >= PEND_MAX)
+    if (p) {
+        if (nsrv_data_version_cmp(dv, &p->dv) > 0)
+            p->dv = *dv;
+        return;
+    }
+    if (n->n_pend[peer] >= PEND_MAX)
         return;
     p = nsrv_calloc(1, sizeof *p);
     p->key = key;
+    p->dv = *dv;
     HASH_ADD(hh, n->pend[peer], key, sizeof p->key, p);
     n->n_pend[peer]++;
 }
@@ -146,19 +154,31 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t *keys,
-                                  size_t cap, bool *all) {
+                                  size_t cap, bool *all, uint64_t now_mono) {
     *all = n->pend_all[peer_id];
     n->pend_all[peer_id] = false;
     if (*all) {
         pend_clear(n, peer_id);
         return 0;
     }
+    /* Keys another pull brought in meanwhile (a start-up PULL ALL, another peer)
+     * are not fetched again - unless this peer's clock still needs its anchor. */
+    nsrv_gossip_peer_t *peer = nsrv_gossip_peers_find(n->peers, peer_id);
+    nsrv_gossip_peer_info_t info = {0};
+    if (peer)
+        nsrv_gossip_peer_info(peer, &info);
     size_t k = 0;
     pend_t *p, *tmp;
     HASH_ITER(hh, n->pend[peer_id], p, tmp) {
         if (k == cap)
             break;
-        keys[k++] = p->key;
+        ident_t *i = ident_find(n, p->key);
+        nsrv_route_live_info_t have;
+        bool held = info.has_anchor && i &&
+                    nsrv_route_live_info(n->rt, i->cluster, i->addr, now_mono, &have) &&
+                    nsrv_data_version_cmp(&have.data_version, &p->dv) >= 0;
+        if (!held)
+            keys[k++] = p->key;
         HASH_DEL(n->pend[peer_id], p);
         nsrv_free(p);
         n->n_pend[peer_id]--;
@@ -477,12 +497,12 @@ static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
     if (!i || seen == 0) {
         /* Unknown broker, or no clock anchor for this peer yet: a pull brings
          * the registration and anchors the peer's clock (proto/gossip.md §7.6). */
-        pend_add(n, pid, e->bkey);
+        pend_add(n, pid, e->bkey, &e->dv);
         return;
     }
     nsrv_peer_seen_t r = nsrv_route_peer_seen(n->rt, i->cluster, i->addr, &e->dv, seen, now);
     if (r == NSRV_PEER_SEEN_UNKNOWN || r == NSRV_PEER_SEEN_NEWER)
-        pend_add(n, pid, e->bkey);
+        pend_add(n, pid, e->bkey, &e->dv);
     if (seen > i->via_seen_ms) {
         i->via_seen_ms = seen;
         i->via_peer = pid;

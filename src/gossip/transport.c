@@ -409,7 +409,7 @@ static void pull_cb(uv_timer_t *t) {
         if (g->last_pull_fail[pid] && mono() - g->last_pull_fail[pid] < PULL_RETRY_MS)
             continue;
         bool all = false;
-        size_t n = nsrv_gossip_node_take_pull(g->node, pid, keys, PULL_KEYS_MAX, &all);
+        size_t n = nsrv_gossip_node_take_pull(g->node, pid, keys, PULL_KEYS_MAX, &all, mono());
         if (all || n) {
             start_pull(g, p, keys, n, all);
         } else if (mono() - g->last_pull_ok[pid] > ANCHOR_REFRESH_MS) {

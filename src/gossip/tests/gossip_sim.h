@@ -534,7 +534,8 @@ static inline long gs_pull_now(gs_sim_t *s, uint8_t a, uint8_t b, const uint64_t
 static inline long gs_pull_wanted(gs_sim_t *s, uint8_t a, uint8_t b) {
     uint64_t *keys = nsrv_malloc(GS_PULL_KEYS_MAX * sizeof *keys);
     bool all = false;
-    size_t n = nsrv_gossip_node_take_pull(s->node[a].g, b, keys, GS_PULL_KEYS_MAX, &all);
+    size_t n =
+        nsrv_gossip_node_take_pull(s->node[a].g, b, keys, GS_PULL_KEYS_MAX, &all, gs_mono(s, a));
     long res = all || n ? gs_pull_now(s, a, b, keys, n, all) : 0;
     nsrv_free(keys);
     return res;
@@ -565,7 +566,8 @@ static inline void gs_pull_tick(gs_sim_t *s, uint8_t a) {
         if (b == a || na->pulling[b])
             continue;
         bool all = false;
-        size_t n = nsrv_gossip_node_take_pull(na->g, b, keys, NSRV_ARRAY_LEN(keys), &all);
+        size_t n =
+            nsrv_gossip_node_take_pull(na->g, b, keys, NSRV_ARRAY_LEN(keys), &all, gs_mono(s, a));
         if (!all && !n)
             continue;
         gs_msg_t m;

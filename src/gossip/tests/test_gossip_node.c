@@ -165,7 +165,7 @@ static void test_replay_100s_later_changes_nothing(void **state) {
     assert_int_equal(nsrv_gossip_node_counters(s->node[B].g)->dgrams_sent, c0.dgrams_sent);
     bool all = true;
     uint64_t keys[4];
-    assert_int_equal(nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all), 0);
+    assert_int_equal(nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all, gs_mono(s, B)), 0);
     assert_false(all);
 
     /* And b still expires TIMEOUT after its only heartbeat. */
@@ -451,7 +451,7 @@ static void test_older_incarnation_rejected_after_restart(void **state) {
     assert_false(gs_live(s, B, &b2, NULL));
     bool all = false;
     uint64_t keys[4];
-    assert_int_equal(nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all), 0);
+    assert_int_equal(nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all, gs_mono(s, B)), 0);
     sim_del(s);
 }
 
@@ -474,7 +474,7 @@ static void test_wrong_destination_rejected(void **state) {
     assert_int_equal(peer_rejected(s, C, A, NSRV_GOSSIP_EDST), 1);
     bool all = false;
     uint64_t keys[4];
-    assert_int_equal(nsrv_gossip_node_take_pull(s->node[C].g, A, keys, 4, &all), 0);
+    assert_int_equal(nsrv_gossip_node_take_pull(s->node[C].g, A, keys, 4, &all, gs_mono(s, C)), 0);
     assert_int_equal(nsrv_gossip_node_counters(s->node[C].g)->dgrams_sent, sent_c);
     /* B itself still takes it: the refusal burnt no sequence number. */
     assert_int_equal(gs_deliver_sent(s, to_b, 0), 0);
@@ -588,7 +588,7 @@ static void test_pull_of_expired_broker_imports_nothing(void **state) {
     assert_true(gs_live(s, C, &b, NULL));
     bool all;
     uint64_t keys[4];
-    nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all); /* B does not */
+    nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all, gs_mono(s, B)); /* B does not */
 
     gs_run_until(s, t0 + TIMEOUT - 1000);
     uint64_t key = b.bkey;
@@ -974,7 +974,7 @@ static void test_tombstone_for_broker_registered_since_last_digest(void **state)
     gs_run(s, 5);
     bool all = false;
     uint64_t keys[4];
-    size_t n = nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all);
+    size_t n = nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all, gs_mono(s, B));
     assert_int_equal(n, 0); /* fails: B wants to pull b, which it hears directly */
     gs_unregister(s, A, &b);
     gs_delta(s, A);
