@@ -18,6 +18,7 @@
 #include "nsrv/common.h"
 #include "nsrv/config.h"
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/seal.h"
 
 /* SYNC_REQ is repeated this often until every peer's first digest arrived. */
@@ -469,8 +470,7 @@ static int bind_both(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size
     struct sockaddr_storage ss;
     const char *host = cfg->gossip_listen_address;
     int port = cfg->gossip_port;
-    int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&ss)
-                               : uv_ip4_addr(host, port, (struct sockaddr_in *)&ss);
+    int rc = nsrv_sockaddr_literal(host, port, &ss) == 0 ? 0 : UV_EINVAL;
     if (rc == 0)
         rc = uv_udp_bind(&g->udp, (const struct sockaddr *)&ss, UV_UDP_REUSEADDR);
     if (rc == 0)

@@ -22,6 +22,7 @@
 #include "nsrv/gossip.h"
 #include "nsrv/kv.h"
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/processor.h"
 #include "nsrv/route.h"
 #include "server_int.h"
@@ -148,8 +149,7 @@ static int bind_listener(nsrv_server_t *srv) {
     const char *host =
         srv->cfg->bind_address && *srv->cfg->bind_address ? srv->cfg->bind_address : "0.0.0.0";
     int port = srv->cfg->listen_port;
-    int rc = strchr(host, ':') ? uv_ip6_addr(host, port, (struct sockaddr_in6 *)&addr)
-                               : uv_ip4_addr(host, port, (struct sockaddr_in *)&addr);
+    int rc = nsrv_sockaddr_literal(host, port, &addr) == 0 ? 0 : UV_EINVAL;
     if (rc == 0)
         rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&addr, 0);
     if (rc == 0)

@@ -14,6 +14,7 @@
 #include "nsrv/http.h"
 #include "nsrv/json.h"
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/route.h"
 #include "server_int.h"
 
@@ -245,8 +246,7 @@ int nsrv__status_start(nsrv_server_t *srv) {
         return 0;
     struct sockaddr_storage addr;
     const char *host = cfg->status_address;
-    int rc = strchr(host, ':') ? uv_ip6_addr(host, cfg->status_port, (struct sockaddr_in6 *)&addr)
-                               : uv_ip4_addr(host, cfg->status_port, (struct sockaddr_in *)&addr);
+    int rc = nsrv_sockaddr_literal(host, cfg->status_port, &addr) == 0 ? 0 : UV_EINVAL;
     uv_tcp_init(&srv->loop, &srv->status_listener);
     srv->status_listener.data = srv;
     if (rc == 0)
