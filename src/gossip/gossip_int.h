@@ -31,19 +31,13 @@ void nsrv__mp_w_nil(nsrv__mp_w_t *w);
 
 /* Reader over p[0..len). Every function returns 0 or -EPROTO; on error the
  * offset is unspecified and the reader must not be used further. */
-typedef struct {
-    const uint8_t *p;
-    size_t len;
-    size_t off;
-} nsrv__mp_r_t;
+typedef nsrv_reader_t nsrv__mp_r_t; /* the project's bounds-checked reader (buf.h) */
 
 static inline void nsrv__mp_r_init(nsrv__mp_r_t *r, const void *p, size_t len) {
-    r->p = (const uint8_t *)p;
-    r->len = len;
-    r->off = 0;
+    nsrv_reader_init(r, p, len);
 }
 static inline size_t nsrv__mp_r_left(const nsrv__mp_r_t *r) {
-    return r->len - r->off;
+    return nsrv_reader_left(r);
 }
 
 /* An array header whose count is at most max and at most the bytes left
