@@ -12,23 +12,12 @@
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
+#include "nsrv/mq_codes.h"
 #include "nsrv/remoting.h"
 
 struct nsrv_config;
 typedef struct nsrv_route nsrv_route_t;
 typedef struct nsrv_kv nsrv_kv_t;
-
-enum {
-#define X(code, name) NSRV_RESP_##name = code,
-#include "response_codes.def"
-#undef X
-};
-
-enum {
-#define X(code, name, handler) NSRV_REQ_##name = code,
-#include "request_codes.def"
-#undef X
-};
 
 typedef struct nsrv_processor nsrv_processor_t;
 
@@ -54,8 +43,5 @@ typedef void (*nsrv_unregister_hook_t)(void *ud, const char *cluster, const char
                                        const char *name, int64_t id);
 void nsrv_processor_set_unregister_hook(nsrv_processor_t *p, nsrv_unregister_hook_t fn, void *ud);
 
-/* Fills *resp with GO_AWAY (1500, "please go away") for req. */
+/* Fills *resp with GO_AWAY ("please go away") for req. */
 void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp);
-
-/* Name of a request code, or NULL if nsrvd does not serve it. */
-const char *nsrv_request_code_name(int32_t code);

@@ -8,7 +8,7 @@
  * Pure code: no I/O, callable from any thread with its own arena. Every
  * decoded object lives in the caller's arena and is freed with it.
  * Untrusted input: every length and count is checked, inflation is capped.
- * Fuzzed by src/route/fuzz/fuzz_register_body.c.
+ * Fuzzed by src/remoting/fuzz/fuzz_register_body.c; code in src/remoting/body_*.c.
  */
 #pragma once
 
@@ -18,15 +18,8 @@
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
+#include "nsrv/mq_version.h"
 #include "nsrv/route_types.h"
-
-/*
- * Request `version` thresholds (MQVersion ordinals, spec §0.3).
- * Below V3_0_11 a REGISTER_BROKER JSON body is a bare TopicConfigSerializeWrapper;
- * from V5_0_0 on a compressed body carries a topic-queue-mapping section.
- */
-#define NSRV_REGISTER_BODY_V3_0_11 37
-#define NSRV_REGISTER_BODY_V5_0_0 413
 
 /*
  * Cap on the inflated size of a compressed body. A broker with 20,000 topics
@@ -49,10 +42,10 @@ uint32_t nsrv_body_crc32(const void *data, size_t len);
  * The form is detected from the bytes, not trusted from the header, because
  * 5.x brokers label compressed bodies `compressed=false` (spec §2.5.2 note):
  *  - empty body: an empty topic table, DataVersion {0,0,0}, no filter list;
- *  - first non-whitespace byte '{': JSON. With version < 37 the object is a
+ *  - first non-whitespace byte '{': JSON. With version < NSRV_MQ_V3_0_11 the object is a
  *    bare TopicConfigSerializeWrapper, otherwise a RegisterBrokerBody;
  *  - a valid zlib header (CMF/FLG check): the compressed form; its mapping
- *    section is read only when version >= 413 and may be absent;
+ *    section is read only when version >= NSRV_MQ_V5_0_0 and may be absent;
  *  - anything else: an error.
  *
  * Output conventions (all pointers into @p arena, strings NUL-terminated):
@@ -118,7 +111,7 @@ void nsrv_register_body_encode_json(const nsrv_register_body_t *b, nsrv_buf_t *o
  * Appends @p b in the compressed form (one zlib stream, level 9) as a 5.x
  * broker of request version @p version writes it: TopicConfig text with a
  * " {}" attributes part, filterServerList as a JSON array (`null` when
- * !has_filter_servers), and the mapping section when version >= 413.
+ * !has_filter_servers), and the mapping section when version >= NSRV_MQ_V5_0_0.
  * @return 0, -EINVAL if a topic name contains a space (the text form cannot
  *         carry it), -EMSGSIZE if an item exceeds int32, -ENOMEM on zlib failure.
  */

@@ -16,6 +16,8 @@
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "nsrv/common.h"
+#include "nsrv/mq_codes.h"
+#include "nsrv/mq_version.h"
 
 /* Netty's maxFrameLength in the Java server; it counts the 4-byte length too
  * (proto/remoting.md §2, reference §1.2). */
@@ -46,9 +48,6 @@
 #define NSRV_LANG_OMS 11
 #define NSRV_LANG_RUST 12
 #define NSRV_LANG_NODE_JS 13
-
-/* MQVersion.Version ordinal we stamp on responses (reference §0.3). */
-#define NSRV_SERVER_VERSION 479 /* V5_3_3 */
 
 typedef struct {
     nsrv_str_t key;
@@ -134,7 +133,7 @@ int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd);
 /**
  * Prepares a response to req as the Java NameServer does (reference §1.5,
  * §1.7): flag exactly RESPONSE, opaque copied, language JAVA, version
- * NSRV_SERVER_VERSION, the request's serialize type mirrored, no remark, no
+ * NSRV_MQ_CURRENT, the request's serialize type mirrored, no remark, no
  * ext, no body.
  */
 void nsrv_cmd_init_response(nsrv_cmd_t *resp, const nsrv_cmd_t *req, int32_t code);

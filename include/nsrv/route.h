@@ -158,7 +158,8 @@ size_t nsrv_route_conn_closed(nsrv_route_t *rt, uint64_t conn_id, uint64_t now_m
 size_t nsrv_route_expire(nsrv_route_t *rt, uint64_t now_ms);
 
 typedef enum {
-    NSRV_ROUTE_JSON_DEFAULT, /* fastjson default: bare numeric keys (version < 401) */
+    NSRV_ROUTE_JSON_DEFAULT, /* fastjson default: bare numeric keys (request version <
+                                NSRV_MQ_V4_9_4) */
     NSRV_ROUTE_JSON_STANDARD /* standard JSON: quoted, sorted keys, \uXXXX, \/ */
 } nsrv_route_json_t;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Broker-side requests: REGISTER_BROKER (103), UNREGISTER_BROKER (104),
- * QUERY_DATA_VERSION (322), BROKER_HEARTBEAT (904). The last three count as
+ * Broker-side requests: REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION,
+ * BROKER_HEARTBEAT. The last three count as
  * heartbeats (spec §2.4, §2.7).
  */
 #include <inttypes.h>
@@ -17,29 +17,29 @@
 #define ORDER_TOPIC_NS "ORDER_TOPIC_CONFIG"
 /* MQVersion V3_0_11: older brokers send a bare TopicConfigSerializeWrapper. */
 
-static bool broker_identity(proc_ctx_t *ctx, const char **cluster, const char **addr,
+static bool broker_identity(nsrv_proc_ctx_t *ctx, const char **cluster, const char **addr,
                             const char **name) {
-    *cluster = proc_ext(ctx, "clusterName");
-    *addr = proc_ext(ctx, "brokerAddr");
-    *name = proc_ext(ctx, "brokerName");
+    *cluster = nsrv_proc_ext(ctx, "clusterName");
+    *addr = nsrv_proc_ext(ctx, "brokerAddr");
+    *name = nsrv_proc_ext(ctx, "brokerName");
     return *cluster && *addr && *name;
 }
 
-void proc_register_broker(proc_ctx_t *ctx) {
+void nsrv_proc_register_broker(nsrv_proc_ctx_t *ctx) {
     const nsrv_cmd_t *req = ctx->req;
-    proc_use_ext(ctx); /* RegisterBrokerResponseHeader */
+    nsrv_proc_use_ext(ctx); /* RegisterBrokerResponseHeader */
     int64_t crc = 0;
-    if (proc_ext_i64(ctx, "bodyCrc32", &crc) && crc != 0) {
+    if (nsrv_proc_ext_i64(ctx, "bodyCrc32", &crc) && crc != 0) {
         uint32_t actual = nsrv_body_crc32(req->body, req->body_len);
         if ((int64_t)actual != crc) {
-            proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "crc32 not match");
+            nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "crc32 not match");
             return;
         }
     }
     const char *cluster, *addr, *name;
     if (!broker_identity(ctx, &cluster, &addr, &name)) {
         /* Java swallows the NPE and answers SUCCESS without registering; say what is wrong. */
-        proc_set_code(
+        nsrv_proc_set_code(
             ctx, NSRV_RESP_SYSTEM_ERROR,
             "register broker failed: brokerName, brokerAddr and clusterName are required");
         return;
@@ -47,25 +47,25 @@ void proc_register_broker(proc_ctx_t *ctx) {
     nsrv_register_body_t body;
     char err[256];
     if (nsrv_register_body_decode(req->body, req->body_len, req->version,
-                                  proc_ext_true(ctx, "compressed"), ctx->arena, &body, err,
+                                  nsrv_proc_ext_true(ctx, "compressed"), ctx->arena, &body, err,
                                   sizeof err) != 0) {
         /* Java throws here, so its reply is the generic error one: no extFields. */
         ctx->resp->has_ext = false;
-        proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", err);
+        nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", err);
         return;
     }
     nsrv_register_req_t r = {0};
     r.cluster = cluster;
     r.broker_addr = addr;
     r.broker_name = name;
-    r.ha_server_addr = proc_ext(ctx, "haServerAddr");
+    r.ha_server_addr = nsrv_proc_ext(ctx, "haServerAddr");
     if (!r.ha_server_addr)
         r.ha_server_addr = "";
-    r.zone_name = proc_ext(ctx, "__ZONE_NAME");
+    r.zone_name = nsrv_proc_ext(ctx, "__ZONE_NAME");
     int64_t v = 0;
-    r.broker_id = proc_ext_i64(ctx, "brokerId", &v) ? v : 0;
-    r.timeout_ms = proc_ext_i64(ctx, "heartbeatTimeoutMillis", &v) && v > 0 ? v : 0;
-    const char *am = proc_ext(ctx, "enableActingMaster");
+    r.broker_id = nsrv_proc_ext_i64(ctx, "brokerId", &v) ? v : 0;
+    r.timeout_ms = nsrv_proc_ext_i64(ctx, "heartbeatTimeoutMillis", &v) && v > 0 ? v : 0;
+    const char *am = nsrv_proc_ext(ctx, "enableActingMaster");
     r.acting_master = am ? (strcasecmp(am, "true") == 0 ? 1 : 0) : -1;
     r.body = &body;
     r.conn_id = ctx->conn_id;
@@ -73,24 +73,24 @@ void proc_register_broker(proc_ctx_t *ctx) {
     nsrv_register_result_t res;
     nsrv_route_register_broker(ctx->p->rt, &r, ctx->now_ms, &res);
     if (res.status != NSRV_REG_OK) {
-        proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "register broker failed");
+        nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "register broker failed");
         return;
     }
     if (res.ha_server_addr[0])
-        proc_add_ext(ctx, "haServerAddr", res.ha_server_addr);
+        nsrv_proc_add_ext(ctx, "haServerAddr", res.ha_server_addr);
     if (res.master_addr[0])
-        proc_add_ext(ctx, "masterAddr", res.master_addr);
+        nsrv_proc_add_ext(ctx, "masterAddr", res.master_addr);
     if (ctx->p->cfg->return_order_topic_config_to_broker &&
         nsrv_kv_encode_namespace(ctx->p->kv, ORDER_TOPIC_NS, ctx->body))
-        proc_use_body(ctx);
+        nsrv_proc_use_body(ctx);
 }
 
-void proc_unregister_broker(proc_ctx_t *ctx) {
+void nsrv_proc_unregister_broker(nsrv_proc_ctx_t *ctx) {
     const char *cluster, *addr, *name;
     if (!broker_identity(ctx, &cluster, &addr, &name))
         return; /* nothing can match; Java answers SUCCESS as well */
     int64_t id = 0;
-    proc_ext_i64(ctx, "brokerId", &id);
+    nsrv_proc_ext_i64(ctx, "brokerId", &id);
     if (ctx->p->unregister_hook)
         ctx->p->unregister_hook(ctx->p->unregister_ud, cluster, addr, name, id);
     nsrv_route_unregister_broker(ctx->p->rt, cluster, addr, name, id);
@@ -102,9 +102,9 @@ static void encode_data_version(const nsrv_data_version_t *dv, nsrv_buf_t *out) 
         dv->counter, dv->state_version, dv->timestamp);
 }
 
-void proc_query_data_version(proc_ctx_t *ctx) {
-    const char *cluster = proc_ext(ctx, "clusterName");
-    const char *addr = proc_ext(ctx, "brokerAddr");
+void nsrv_proc_query_data_version(nsrv_proc_ctx_t *ctx) {
+    const char *cluster = nsrv_proc_ext(ctx, "clusterName");
+    const char *addr = nsrv_proc_ext(ctx, "brokerAddr");
     nsrv_data_version_t incoming, stored;
     bool has_incoming =
         ctx->req->body_len > 0 &&
@@ -115,16 +115,16 @@ void proc_query_data_version(proc_ctx_t *ctx) {
         changed = nsrv_route_query_data_version(ctx->p->rt, cluster, addr,
                                                 has_incoming ? &incoming : NULL, ctx->now_ms,
                                                 &stored, &has_stored);
-    proc_add_ext(ctx, "changed", changed ? "true" : "false");
+    nsrv_proc_add_ext(ctx, "changed", changed ? "true" : "false");
     if (has_stored) {
         encode_data_version(&stored, ctx->body);
-        proc_use_body(ctx);
+        nsrv_proc_use_body(ctx);
     }
 }
 
-void proc_broker_heartbeat(proc_ctx_t *ctx) {
-    const char *cluster = proc_ext(ctx, "clusterName");
-    const char *addr = proc_ext(ctx, "brokerAddr");
+void nsrv_proc_broker_heartbeat(nsrv_proc_ctx_t *ctx) {
+    const char *cluster = nsrv_proc_ext(ctx, "clusterName");
+    const char *addr = nsrv_proc_ext(ctx, "brokerAddr");
     if (cluster && addr)
         nsrv_route_broker_heartbeat(ctx->p->rt, cluster, addr, ctx->now_ms);
 }

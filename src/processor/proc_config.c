@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* UPDATE_NAMESRV_CONFIG (318) and GET_NAMESRV_CONFIG (319), spec §2.18-§2.19. */
+/* UPDATE_NAMESRV_CONFIG and GET_NAMESRV_CONFIG, spec §2.18-§2.19. */
 #include <string.h>
 
 #include "nsrv/config.h"
@@ -15,7 +15,7 @@ void nsrv__processor_apply_route_opts(nsrv_processor_t *p) {
     nsrv_route_set_opts(p->rt, &opts);
 }
 
-void proc_update_config(proc_ctx_t *ctx) {
+void nsrv_proc_update_config(nsrv_proc_ctx_t *ctx) {
     nsrv_buf_t remark = NSRV_BUF_INIT;
     int rc =
         nsrv_config_update(ctx->p->cfg, (const char *)ctx->req->body, ctx->req->body_len, &remark);
@@ -23,10 +23,10 @@ void proc_update_config(proc_ctx_t *ctx) {
     case NSRV_CONFIG_UPDATE_OK:
         break;
     case NSRV_CONFIG_UPDATE_NO_PERMISSION:
-        proc_set_remarkf(ctx, NSRV_RESP_NO_PERMISSION, "%s", remark.data ? remark.data : "");
+        nsrv_proc_set_remarkf(ctx, NSRV_RESP_NO_PERMISSION, "%s", remark.data ? remark.data : "");
         goto out;
     default:
-        proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", remark.data ? remark.data : "");
+        nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", remark.data ? remark.data : "");
         goto out;
     }
     if (ctx->req->body_len > 0) {
@@ -35,15 +35,15 @@ void proc_update_config(proc_ctx_t *ctx) {
         if (prc < 0) {
             nsrv_log_error("CONFIG", "persisting config to '%s' failed: %s",
                            ctx->p->cfg->config_store_path, strerror(-prc));
-            proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist config failed: %s",
-                             strerror(-prc));
+            nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist config failed: %s",
+                                  strerror(-prc));
         }
     }
 out:
     nsrv_buf_deinit(&remark);
 }
 
-void proc_get_config(proc_ctx_t *ctx) {
+void nsrv_proc_get_config(nsrv_proc_ctx_t *ctx) {
     nsrv_config_render(ctx->p->cfg, ctx->body);
-    proc_use_body(ctx);
+    nsrv_proc_use_body(ctx);
 }

@@ -25,29 +25,53 @@ typedef struct {
     nsrv_buf_t *body; /* the response body, when the handler builds one */
     uint64_t conn_id;
     uint64_t now_ms;
-} proc_ctx_t;
+} nsrv_proc_ctx_t;
 
-typedef void (*proc_handler_t)(proc_ctx_t *ctx);
+typedef void (*nsrv_proc_handler_t)(nsrv_proc_ctx_t *ctx);
 
-#define X(code, name, handler) void handler(proc_ctx_t *ctx);
-#include "request_codes.def"
-#undef X
+/* The handler of a request code, or NULL if nsrvd does not serve it. */
+nsrv_proc_handler_t nsrv__processor_find_handler(int32_t code);
+
+/* The request handlers, one a request code (the table is in processor.c). */
+void nsrv_proc_put_kv_config(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_kv_config(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_delete_kv_config(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_kv_list(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_register_broker(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_unregister_broker(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_query_data_version(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_broker_heartbeat(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_route_info(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_cluster_info(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_wipe_write_perm(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_add_write_perm(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_all_topic_list(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_unit_topic_list(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_unit_sub_topic_list(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_unit_sub_ununit_topic_list(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_topics_by_cluster(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_system_topic_list(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_delete_topic(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_register_topic(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_member_group(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_update_config(nsrv_proc_ctx_t *ctx);
+void nsrv_proc_get_config(nsrv_proc_ctx_t *ctx);
 
 /* Pushes the route-related config (supportActingMaster, ...) into the route table. */
 void nsrv__processor_apply_route_opts(nsrv_processor_t *p);
 
 /* Ext value as a NUL-terminated string, or NULL if absent. */
-const char *proc_ext(const proc_ctx_t *ctx, const char *key);
+const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key);
 /* Java's Long.parseLong / Boolean.parseBoolean semantics: false if absent or malformed. */
-bool proc_ext_i64(const proc_ctx_t *ctx, const char *key, int64_t *out);
-bool proc_ext_true(const proc_ctx_t *ctx, const char *key);
+bool nsrv_proc_ext_i64(const nsrv_proc_ctx_t *ctx, const char *key, int64_t *out);
+bool nsrv_proc_ext_true(const nsrv_proc_ctx_t *ctx, const char *key);
 
-void proc_set_code(proc_ctx_t *ctx, int32_t code, const char *remark);
-void proc_set_remarkf(proc_ctx_t *ctx, int32_t code, const char *fmt, ...)
+void nsrv_proc_set_code(nsrv_proc_ctx_t *ctx, int32_t code, const char *remark);
+void nsrv_proc_set_remarkf(nsrv_proc_ctx_t *ctx, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Adds an ext field to the response (strings copied into the arena). Marks has_ext. */
-void proc_add_ext(proc_ctx_t *ctx, const char *key, const char *val);
+void nsrv_proc_add_ext(nsrv_proc_ctx_t *ctx, const char *key, const char *val);
 /* Marks the response as carrying an (empty) extFields object: Java's response headers. */
-void proc_use_ext(proc_ctx_t *ctx);
+void nsrv_proc_use_ext(nsrv_proc_ctx_t *ctx);
 /* Uses ctx->body as the response body. */
-void proc_use_body(proc_ctx_t *ctx);
+void nsrv_proc_use_body(nsrv_proc_ctx_t *ctx);

@@ -1,57 +1,57 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* KV config requests: PUT (100), GET (101), DELETE (102), GET_KVLIST_BY_NAMESPACE (219). */
+/* KV config requests: PUT, GET and DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE. */
 #include <string.h>
 
 #include "nsrv/kv.h"
 #include "nsrv/log.h"
 #include "proc_int.h"
 
-void proc_put_kv_config(proc_ctx_t *ctx) {
-    const char *ns = proc_ext(ctx, "namespace");
-    const char *key = proc_ext(ctx, "key");
+void nsrv_proc_put_kv_config(nsrv_proc_ctx_t *ctx) {
+    const char *ns = nsrv_proc_ext(ctx, "namespace");
+    const char *key = nsrv_proc_ext(ctx, "key");
     if (!ns || !key) {
-        proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "namespace or key is null");
+        nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "namespace or key is null");
         return;
     }
-    int rc = nsrv_kv_put(ctx->p->kv, ns, key, proc_ext(ctx, "value"));
+    int rc = nsrv_kv_put(ctx->p->kv, ns, key, nsrv_proc_ext(ctx, "value"));
     if (rc < 0) {
         /* Java logs and answers SUCCESS; an operator is better served by an error. */
         nsrv_log_error("KV", "persisting kv config failed: %s", strerror(-rc));
-        proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist kv config failed: %s",
-                         strerror(-rc));
+        nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist kv config failed: %s",
+                              strerror(-rc));
     }
 }
 
-void proc_get_kv_config(proc_ctx_t *ctx) {
-    const char *ns = proc_ext(ctx, "namespace");
-    const char *key = proc_ext(ctx, "key");
+void nsrv_proc_get_kv_config(nsrv_proc_ctx_t *ctx) {
+    const char *ns = nsrv_proc_ext(ctx, "namespace");
+    const char *key = nsrv_proc_ext(ctx, "key");
     const char *value = (ns && key) ? nsrv_kv_get(ctx->p->kv, ns, key) : NULL;
-    proc_use_ext(ctx); /* GetKVConfigResponseHeader: ext is present even when empty */
+    nsrv_proc_use_ext(ctx); /* GetKVConfigResponseHeader: ext is present even when empty */
     if (value) {
-        proc_add_ext(ctx, "value", value);
+        nsrv_proc_add_ext(ctx, "value", value);
         return;
     }
-    proc_set_remarkf(ctx, NSRV_RESP_QUERY_NOT_FOUND, "No config item, Namespace: %s Key: %s",
-                     ns ? ns : "null", key ? key : "null");
+    nsrv_proc_set_remarkf(ctx, NSRV_RESP_QUERY_NOT_FOUND, "No config item, Namespace: %s Key: %s",
+                          ns ? ns : "null", key ? key : "null");
 }
 
-void proc_delete_kv_config(proc_ctx_t *ctx) {
-    const char *ns = proc_ext(ctx, "namespace");
-    const char *key = proc_ext(ctx, "key");
+void nsrv_proc_delete_kv_config(nsrv_proc_ctx_t *ctx) {
+    const char *ns = nsrv_proc_ext(ctx, "namespace");
+    const char *key = nsrv_proc_ext(ctx, "key");
     int rc = nsrv_kv_delete(ctx->p->kv, ns ? ns : "", key ? key : "");
     if (rc < 0) {
         nsrv_log_error("KV", "persisting kv config failed: %s", strerror(-rc));
-        proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist kv config failed: %s",
-                         strerror(-rc));
+        nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist kv config failed: %s",
+                              strerror(-rc));
     }
 }
 
-void proc_get_kv_list(proc_ctx_t *ctx) {
-    const char *ns = proc_ext(ctx, "namespace");
+void nsrv_proc_get_kv_list(nsrv_proc_ctx_t *ctx) {
+    const char *ns = nsrv_proc_ext(ctx, "namespace");
     if (ns && nsrv_kv_encode_namespace(ctx->p->kv, ns, ctx->body)) {
-        proc_use_body(ctx);
+        nsrv_proc_use_body(ctx);
         return;
     }
-    proc_set_remarkf(ctx, NSRV_RESP_QUERY_NOT_FOUND, "No config item, Namespace: %s",
-                     ns ? ns : "null");
+    nsrv_proc_set_remarkf(ctx, NSRV_RESP_QUERY_NOT_FOUND, "No config item, Namespace: %s",
+                          ns ? ns : "null");
 }

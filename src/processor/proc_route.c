@@ -1,20 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Route and topic requests: 105, 106, 205, 206, 216, 217, 224, 304, 311-313,
- * 327, 901 (spec §2.8-§2.17, §2.20).
+ * Route, topic list, broker permission and member group requests (spec §2.8-§2.17, §2.20).
  */
 #include <ctype.h>
 #include <string.h>
 
 #include "nsrv/config.h"
 #include "nsrv/kv.h"
+#include "nsrv/mq_version.h"
 #include "nsrv/register_body.h"
 #include "nsrv/route.h"
 #include "proc_int.h"
 
 #define ORDER_TOPIC_NS "ORDER_TOPIC_CONFIG"
-/* MQVersion V4_9_4: from this version on clients get standard JSON routes. */
-#define VERSION_STANDARD_JSON 401
 
 static bool is_blank(const char *s) {
     if (!s)
@@ -26,24 +24,24 @@ static bool is_blank(const char *s) {
     return true;
 }
 
-void proc_get_route_info(proc_ctx_t *ctx) {
+void nsrv_proc_get_route_info(nsrv_proc_ctx_t *ctx) {
     struct nsrv_config *cfg = ctx->p->cfg;
     if (cfg->need_wait_for_service &&
         ctx->now_ms - ctx->p->start_ms < (uint64_t)cfg->wait_seconds_for_service * 1000u) {
-        proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "name server not ready");
+        nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "name server not ready");
         return;
     }
-    const char *topic = proc_ext(ctx, "topic");
+    const char *topic = nsrv_proc_ext(ctx, "topic");
     nsrv_route_json_t mode =
-        (ctx->req->version >= VERSION_STANDARD_JSON || proc_ext_true(ctx, "acceptStandardJsonOnly"))
+        (ctx->req->version >= NSRV_MQ_V4_9_4 || nsrv_proc_ext_true(ctx, "acceptStandardJsonOnly"))
             ? NSRV_ROUTE_JSON_STANDARD
             : NSRV_ROUTE_JSON_DEFAULT;
     const char *order_conf = NULL;
     if (topic && cfg->order_message_enable)
         order_conf = nsrv_kv_get(ctx->p->kv, ORDER_TOPIC_NS, topic);
     const char *zone = NULL;
-    if (proc_ext_true(ctx, "__ZONE_MODE") && !is_blank(proc_ext(ctx, "__ZONE_NAME")))
-        zone = proc_ext(ctx, "__ZONE_NAME");
+    if (nsrv_proc_ext_true(ctx, "__ZONE_MODE") && !is_blank(nsrv_proc_ext(ctx, "__ZONE_NAME")))
+        zone = nsrv_proc_ext(ctx, "__ZONE_NAME");
     const char *body = NULL;
     size_t len = 0;
     if (topic && nsrv_route_topic_route(ctx->p->rt, topic, mode, order_conf, zone, ctx->now_ms,
@@ -52,86 +50,87 @@ void proc_get_route_info(proc_ctx_t *ctx) {
         ctx->resp->body_len = len;
         return;
     }
-    proc_set_remarkf(ctx, NSRV_RESP_TOPIC_NOT_EXIST,
-                     "No topic route info in name server for the topic: %s\n"
-                     "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.",
-                     topic ? topic : "null");
+    nsrv_proc_set_remarkf(
+        ctx, NSRV_RESP_TOPIC_NOT_EXIST,
+        "No topic route info in name server for the topic: %s\n"
+        "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.",
+        topic ? topic : "null");
 }
 
-void proc_get_cluster_info(proc_ctx_t *ctx) {
+void nsrv_proc_get_cluster_info(nsrv_proc_ctx_t *ctx) {
     nsrv_route_cluster_info(ctx->p->rt, ctx->now_ms, ctx->body);
-    proc_use_body(ctx);
+    nsrv_proc_use_body(ctx);
 }
 
-static void perm_change(proc_ctx_t *ctx, bool wipe) {
-    const char *name = proc_ext(ctx, "brokerName");
+static void perm_change(nsrv_proc_ctx_t *ctx, bool wipe) {
+    const char *name = nsrv_proc_ext(ctx, "brokerName");
     int count = 0;
     if (name)
         count = wipe ? nsrv_route_wipe_write_perm(ctx->p->rt, name)
                      : nsrv_route_add_write_perm(ctx->p->rt, name);
     char num[16];
     snprintf(num, sizeof num, "%d", count);
-    proc_add_ext(ctx, wipe ? "wipeTopicCount" : "addTopicCount", num);
+    nsrv_proc_add_ext(ctx, wipe ? "wipeTopicCount" : "addTopicCount", num);
 }
 
-void proc_wipe_write_perm(proc_ctx_t *ctx) {
+void nsrv_proc_wipe_write_perm(nsrv_proc_ctx_t *ctx) {
     perm_change(ctx, true);
 }
 
-void proc_add_write_perm(proc_ctx_t *ctx) {
+void nsrv_proc_add_write_perm(nsrv_proc_ctx_t *ctx) {
     perm_change(ctx, false);
 }
 
-static bool list_enabled(proc_ctx_t *ctx, bool enabled) {
+static bool list_enabled(nsrv_proc_ctx_t *ctx, bool enabled) {
     if (!enabled)
-        proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "disable");
+        nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "disable");
     return enabled;
 }
 
-static void topic_list(proc_ctx_t *ctx, bool enabled, nsrv_topic_filter_t f) {
+static void topic_list(nsrv_proc_ctx_t *ctx, bool enabled, nsrv_topic_filter_t f) {
     if (!list_enabled(ctx, enabled))
         return;
     nsrv_route_topic_list(ctx->p->rt, f, ctx->now_ms, ctx->body);
-    proc_use_body(ctx);
+    nsrv_proc_use_body(ctx);
 }
 
-void proc_get_all_topic_list(proc_ctx_t *ctx) {
+void nsrv_proc_get_all_topic_list(nsrv_proc_ctx_t *ctx) {
     topic_list(ctx, ctx->p->cfg->enable_all_topic_list, NSRV_TOPICS_ALL);
 }
 
-void proc_get_unit_topic_list(proc_ctx_t *ctx) {
+void nsrv_proc_get_unit_topic_list(nsrv_proc_ctx_t *ctx) {
     topic_list(ctx, ctx->p->cfg->enable_topic_list, NSRV_TOPICS_UNIT);
 }
 
-void proc_get_unit_sub_topic_list(proc_ctx_t *ctx) {
+void nsrv_proc_get_unit_sub_topic_list(nsrv_proc_ctx_t *ctx) {
     topic_list(ctx, ctx->p->cfg->enable_topic_list, NSRV_TOPICS_UNIT_SUB);
 }
 
-void proc_get_unit_sub_ununit_topic_list(proc_ctx_t *ctx) {
+void nsrv_proc_get_unit_sub_ununit_topic_list(nsrv_proc_ctx_t *ctx) {
     topic_list(ctx, ctx->p->cfg->enable_topic_list, NSRV_TOPICS_UNIT_SUB_NOT_UNIT);
 }
 
-void proc_get_topics_by_cluster(proc_ctx_t *ctx) {
+void nsrv_proc_get_topics_by_cluster(nsrv_proc_ctx_t *ctx) {
     if (!list_enabled(ctx, ctx->p->cfg->enable_topic_list))
         return;
-    const char *cluster = proc_ext(ctx, "cluster");
+    const char *cluster = nsrv_proc_ext(ctx, "cluster");
     nsrv_route_topics_by_cluster(ctx->p->rt, cluster ? cluster : "", ctx->now_ms, ctx->body);
-    proc_use_body(ctx);
+    nsrv_proc_use_body(ctx);
 }
 
-void proc_get_system_topic_list(proc_ctx_t *ctx) {
+void nsrv_proc_get_system_topic_list(nsrv_proc_ctx_t *ctx) {
     nsrv_route_system_topic_list(ctx->p->rt, ctx->now_ms, ctx->body);
-    proc_use_body(ctx);
+    nsrv_proc_use_body(ctx);
 }
 
-void proc_delete_topic(proc_ctx_t *ctx) {
-    const char *topic = proc_ext(ctx, "topic");
+void nsrv_proc_delete_topic(nsrv_proc_ctx_t *ctx) {
+    const char *topic = nsrv_proc_ext(ctx, "topic");
     if (topic)
-        nsrv_route_delete_topic(ctx->p->rt, topic, proc_ext(ctx, "clusterName"));
+        nsrv_route_delete_topic(ctx->p->rt, topic, nsrv_proc_ext(ctx, "clusterName"));
 }
 
-void proc_register_topic(proc_ctx_t *ctx) {
-    const char *topic = proc_ext(ctx, "topic");
+void nsrv_proc_register_topic(nsrv_proc_ctx_t *ctx) {
+    const char *topic = nsrv_proc_ext(ctx, "topic");
     nsrv_queue_data_t *qds = NULL;
     size_t n = 0;
     char err[128];
@@ -142,12 +141,12 @@ void proc_register_topic(proc_ctx_t *ctx) {
         nsrv_route_register_topic(ctx->p->rt, topic, qds, n);
 }
 
-void proc_get_member_group(proc_ctx_t *ctx) {
-    const char *cluster = proc_ext(ctx, "clusterName");
-    const char *name = proc_ext(ctx, "brokerName");
+void nsrv_proc_get_member_group(nsrv_proc_ctx_t *ctx) {
+    const char *cluster = nsrv_proc_ext(ctx, "clusterName");
+    const char *name = nsrv_proc_ext(ctx, "brokerName");
     nsrv_route_member_group(ctx->p->rt, cluster, name, ctx->now_ms, ctx->body);
-    proc_use_body(ctx);
+    nsrv_proc_use_body(ctx);
     /* Java builds this reply with createResponseCommand(null), whose default
      * remark survives the later setCode(SUCCESS). */
-    proc_set_code(ctx, NSRV_RESP_SUCCESS, "not set any response code");
+    nsrv_proc_set_code(ctx, NSRV_RESP_SUCCESS, "not set any response code");
 }

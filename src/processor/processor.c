@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Request dispatch (table in proto/request_codes.def) and the reply helpers
- * shared by the handler files proc_*.c.
+ * Request dispatch (the [code] -> handler table below; the codes are
+ * proto/request_codes.def) and the reply helpers shared by the handler files
+ * proc_*.c.
  */
 #include "nsrv/processor.h"
 
@@ -37,35 +38,45 @@ void nsrv_processor_set_unregister_hook(nsrv_processor_t *p, nsrv_unregister_hoo
     p->unregister_ud = ud;
 }
 
-const char *nsrv_request_code_name(int32_t code) {
-    switch (code) {
-#define X(c, name, handler)                                                                        \
-    case c:                                                                                        \
-        return #name;
-#include "request_codes.def"
-#undef X
-    default:
-        return NULL;
-    }
-}
+/* [code] -> handler; codes nsrvd does not serve are NULL. Every code of
+ * proto/request_codes.def has an entry (test_processor_table checks). */
+static const nsrv_proc_handler_t HANDLERS[] = {
+    [NSRV_REQ_PUT_KV_CONFIG] = nsrv_proc_put_kv_config,
+    [NSRV_REQ_GET_KV_CONFIG] = nsrv_proc_get_kv_config,
+    [NSRV_REQ_DELETE_KV_CONFIG] = nsrv_proc_delete_kv_config,
+    [NSRV_REQ_REGISTER_BROKER] = nsrv_proc_register_broker,
+    [NSRV_REQ_UNREGISTER_BROKER] = nsrv_proc_unregister_broker,
+    [NSRV_REQ_GET_ROUTEINFO_BY_TOPIC] = nsrv_proc_get_route_info,
+    [NSRV_REQ_GET_BROKER_CLUSTER_INFO] = nsrv_proc_get_cluster_info,
+    [NSRV_REQ_WIPE_WRITE_PERM_OF_BROKER] = nsrv_proc_wipe_write_perm,
+    [NSRV_REQ_GET_ALL_TOPIC_LIST_FROM_NAMESERVER] = nsrv_proc_get_all_topic_list,
+    [NSRV_REQ_DELETE_TOPIC_IN_NAMESRV] = nsrv_proc_delete_topic,
+    [NSRV_REQ_REGISTER_TOPIC_IN_NAMESRV] = nsrv_proc_register_topic,
+    [NSRV_REQ_GET_KVLIST_BY_NAMESPACE] = nsrv_proc_get_kv_list,
+    [NSRV_REQ_GET_TOPICS_BY_CLUSTER] = nsrv_proc_get_topics_by_cluster,
+    [NSRV_REQ_GET_SYSTEM_TOPIC_LIST_FROM_NS] = nsrv_proc_get_system_topic_list,
+    [NSRV_REQ_GET_UNIT_TOPIC_LIST] = nsrv_proc_get_unit_topic_list,
+    [NSRV_REQ_GET_HAS_UNIT_SUB_TOPIC_LIST] = nsrv_proc_get_unit_sub_topic_list,
+    [NSRV_REQ_GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST] = nsrv_proc_get_unit_sub_ununit_topic_list,
+    [NSRV_REQ_UPDATE_NAMESRV_CONFIG] = nsrv_proc_update_config,
+    [NSRV_REQ_GET_NAMESRV_CONFIG] = nsrv_proc_get_config,
+    [NSRV_REQ_QUERY_DATA_VERSION] = nsrv_proc_query_data_version,
+    [NSRV_REQ_ADD_WRITE_PERM_OF_BROKER] = nsrv_proc_add_write_perm,
+    [NSRV_REQ_GET_BROKER_MEMBER_GROUP] = nsrv_proc_get_member_group,
+    [NSRV_REQ_BROKER_HEARTBEAT] = nsrv_proc_broker_heartbeat,
+};
 
-static proc_handler_t find_handler(int32_t code) {
-    switch (code) {
-#define X(c, name, handler)                                                                        \
-    case c:                                                                                        \
-        return handler;
-#include "request_codes.def"
-#undef X
-    default:
+nsrv_proc_handler_t nsrv__processor_find_handler(int32_t code) {
+    if (code < 0 || (size_t)code >= NSRV_ARRAY_LEN(HANDLERS))
         return NULL;
-    }
+    return HANDLERS[code];
 }
 
 static void init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
     memset(resp, 0, sizeof *resp);
     resp->code = NSRV_RESP_SUCCESS;
     resp->language = NSRV_LANG_JAVA;
-    resp->version = NSRV_SERVER_VERSION;
+    resp->version = NSRV_MQ_CURRENT;
     resp->opaque = req->opaque;
     resp->flag = NSRV_FLAG_RESPONSE;
     resp->ser_type = req->ser_type; /* mirror the request, as 4.9.x does (spec §1.7) */
@@ -82,24 +93,24 @@ void nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t 
                            nsrv_cmd_t *resp) {
     init_response(req, resp);
     nsrv_buf_reset(body_out);
-    proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms};
-    proc_handler_t h = find_handler(req->code);
+    nsrv_proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms};
+    nsrv_proc_handler_t h = nsrv__processor_find_handler(req->code);
     if (h) {
         h(&ctx);
         return;
     }
     /* 5.x answers unknown codes (4.9.x stays silent); note the leading space. */
-    proc_set_remarkf(&ctx, NSRV_RESP_REQUEST_CODE_NOT_SUPPORTED,
-                     " request type %" PRId32 " not supported", req->code);
+    nsrv_proc_set_remarkf(&ctx, NSRV_RESP_REQUEST_CODE_NOT_SUPPORTED,
+                          " request type %" PRId32 " not supported", req->code);
 }
 
-const char *proc_ext(const proc_ctx_t *ctx, const char *key) {
+const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key) {
     nsrv_str_t v = nsrv_cmd_ext(ctx->req, key);
     return v.ptr;
 }
 
-bool proc_ext_i64(const proc_ctx_t *ctx, const char *key, int64_t *out) {
-    const char *v = proc_ext(ctx, key);
+bool nsrv_proc_ext_i64(const nsrv_proc_ctx_t *ctx, const char *key, int64_t *out) {
+    const char *v = nsrv_proc_ext(ctx, key);
     if (!v || !*v)
         return false;
     errno = 0;
@@ -112,17 +123,17 @@ bool proc_ext_i64(const proc_ctx_t *ctx, const char *key, int64_t *out) {
     return true;
 }
 
-bool proc_ext_true(const proc_ctx_t *ctx, const char *key) {
-    const char *v = proc_ext(ctx, key);
+bool nsrv_proc_ext_true(const nsrv_proc_ctx_t *ctx, const char *key) {
+    const char *v = nsrv_proc_ext(ctx, key);
     return v && strcasecmp(v, "true") == 0;
 }
 
-void proc_set_code(proc_ctx_t *ctx, int32_t code, const char *remark) {
+void nsrv_proc_set_code(nsrv_proc_ctx_t *ctx, int32_t code, const char *remark) {
     ctx->resp->code = code;
     ctx->resp->remark = remark ? nsrv_str_c(remark) : NSRV_STR_NULL;
 }
 
-void proc_set_remarkf(proc_ctx_t *ctx, int32_t code, const char *fmt, ...) {
+void nsrv_proc_set_remarkf(nsrv_proc_ctx_t *ctx, int32_t code, const char *fmt, ...) {
     char tmp[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -139,7 +150,7 @@ void proc_set_remarkf(proc_ctx_t *ctx, int32_t code, const char *fmt, ...) {
 
 #define PROC_MAX_EXT 8
 
-void proc_use_ext(proc_ctx_t *ctx) {
+void nsrv_proc_use_ext(nsrv_proc_ctx_t *ctx) {
     if (!ctx->resp->has_ext) {
         ctx->resp->has_ext = true;
         ctx->resp->ext = nsrv_arena_alloc(ctx->arena, PROC_MAX_EXT * sizeof(nsrv_ext_field_t));
@@ -147,8 +158,8 @@ void proc_use_ext(proc_ctx_t *ctx) {
     }
 }
 
-void proc_add_ext(proc_ctx_t *ctx, const char *key, const char *val) {
-    proc_use_ext(ctx);
+void nsrv_proc_add_ext(nsrv_proc_ctx_t *ctx, const char *key, const char *val) {
+    nsrv_proc_use_ext(ctx);
     NSRV_REQUIRE(ctx->resp->n_ext < PROC_MAX_EXT);
     nsrv_ext_field_t *f = &ctx->resp->ext[ctx->resp->n_ext++];
     size_t kl = strlen(key), vl = strlen(val);
@@ -158,7 +169,7 @@ void proc_add_ext(proc_ctx_t *ctx, const char *key, const char *val) {
     f->val.len = vl;
 }
 
-void proc_use_body(proc_ctx_t *ctx) {
+void nsrv_proc_use_body(nsrv_proc_ctx_t *ctx) {
     ctx->resp->body = (const uint8_t *)ctx->body->data;
     ctx->resp->body_len = ctx->body->len;
 }

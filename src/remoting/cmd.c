@@ -121,7 +121,7 @@ void nsrv_cmd_init_response(nsrv_cmd_t *resp, const nsrv_cmd_t *req, int32_t cod
     *resp = (nsrv_cmd_t){
         .code = code,
         .language = NSRV_LANG_JAVA,
-        .version = NSRV_SERVER_VERSION,
+        .version = NSRV_MQ_CURRENT,
         .opaque = req->opaque,
         .flag = NSRV_FLAG_RESPONSE,
         .ser_type = req->ser_type == NSRV_SER_ROCKETMQ ? NSRV_SER_ROCKETMQ : NSRV_SER_JSON,

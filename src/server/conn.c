@@ -12,6 +12,7 @@
 #include "nsrv/alloc.h"
 #include "nsrv/config.h"
 #include "nsrv/log.h"
+#include "nsrv/mq_version.h"
 #include "nsrv/processor.h"
 #include "nsrv/route.h"
 #include "server_int.h"
@@ -22,8 +23,6 @@
 #define OUT_FLUSH_BYTES (256 * 1024)
 /* The first byte of a TLS ClientHello record; we do not speak TLS. */
 #define TLS_HANDSHAKE_BYTE 0x16
-/* MQVersion V5_3_1: only newer clients understand GO_AWAY (spec §1.10). */
-#define VERSION_GO_AWAY_MIN 475
 
 typedef struct {
     uv_write_t req;
@@ -145,7 +144,8 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
     bool oneway = (req->flag & NSRV_FLAG_ONEWAY) != 0;
     srv->requests_total++;
     nsrv_cmd_t resp;
-    if (srv->shutting_down && req->version > VERSION_GO_AWAY_MIN) {
+    /* Only clients newer than 5.3.1 understand GO_AWAY (proto/remoting.md). */
+    if (srv->shutting_down && req->version > NSRV_MQ_V5_3_1) {
         if (oneway)
             return;
         nsrv_processor_go_away(req, &resp);

@@ -65,7 +65,7 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
     const char *addr = NULL;
-    int conns = 8, depth = 16, seconds = 10, version = 479;
+    int conns = 8, depth = 16, seconds = 10, version = NSRV_MQ_CURRENT;
     const char *topics[64];
     int n_topics = 0, sim_brokers = 0, sim_topics = 0;
     for (int i = 1; i < argc; i += 2) {
@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
         else
             snprintf(name, sizeof name, "topic-broker-%04d-%d", i / sim_topics, i % sim_topics);
         nsrv_ext_field_t ext = {NSRV_STR_LIT("topic"), nsrv_str_c(name)};
-        nsrv_cmd_t cmd = {.code = 105,
+        nsrv_cmd_t cmd = {.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
                           .language = NSRV_LANG_JAVA,
                           .version = version,
                           .has_ext = true,
@@ -188,9 +188,9 @@ int main(int argc, char **argv) {
                 nsrv_cmd_t resp = {0};
                 if (nsrv_cmd_decode(p, flen, &arena, &resp) != 0)
                     errors++;
-                else if (resp.code == 17)
+                else if (resp.code == NSRV_RESP_TOPIC_NOT_EXIST)
                     not_found++;
-                else if (resp.code != 0)
+                else if (resp.code != NSRV_RESP_SUCCESS)
                     errors++;
                 c->in_off += flen;
                 uint64_t t = now_us();

@@ -229,7 +229,7 @@ static int do_bump(nsrv_bsim_group_t *g, nsrv_bsim_t *sim) {
     g->dv.counter++;
     g->dv.timestamp = nsrv_now_wall_ms();
     nsrv_buf_reset(&g->body);
-    int rc = nsrv__bsim_topics_encode(&g->topics, &g->dv, sim->opts.compressed, NSRV_SERVER_VERSION,
+    int rc = nsrv__bsim_topics_encode(&g->topics, &g->dv, sim->opts.compressed, NSRV_MQ_CURRENT,
                                       &g->body);
     if (rc < 0)
         return rc;
@@ -538,8 +538,7 @@ static int setup_group(nsrv_bsim_t *sim, uint32_t gi) {
     g->dv.counter = 1;
     g->dv.timestamp = nsrv_now_wall_ms();
     nsrv_buf_init(&g->body);
-    int rc =
-        nsrv__bsim_topics_encode(&g->topics, &g->dv, o->compressed, NSRV_SERVER_VERSION, &g->body);
+    int rc = nsrv__bsim_topics_encode(&g->topics, &g->dv, o->compressed, NSRV_MQ_CURRENT, &g->body);
     if (rc < 0)
         return rc;
     /* Leave room for the header inside the 16 MiB frame. */

@@ -17,6 +17,7 @@
 
 #include "nsrv/buf.h"
 #include "nsrv/common.h"
+#include "nsrv/mq_codes.h"
 #include "nsrv/route_types.h"
 
 /* ---- options (bsim_opts.c) ------------------------------------------------- */
@@ -30,9 +31,6 @@
 #define NSRV_BSIM_MAX_SLAVES 8
 /* A topic costs about 200 bytes of JSON; 50,000 stays below the 16 MiB frame. */
 #define NSRV_BSIM_MAX_TOPICS 50000
-
-#define NSRV_BSIM_HB_QUERY_DATA_VERSION 322
-#define NSRV_BSIM_HB_BROKER_HEARTBEAT 904
 
 typedef struct {
     char host[64]; /* IPv4 literal ("localhost" is rewritten to 127.0.0.1) */
@@ -52,7 +50,7 @@ typedef struct {
     bool sys_topics;   /* add the system topics a real 5.x broker reports */
     uint64_t period_ms;
     uint64_t heartbeat_ms;  /* 0 = no light heartbeats */
-    int32_t heartbeat_code; /* 322 QUERY_DATA_VERSION or 904 BROKER_HEARTBEAT */
+    int32_t heartbeat_code; /* NSRV_REQ_QUERY_DATA_VERSION or NSRV_REQ_BROKER_HEARTBEAT */
     uint64_t hb_timeout_ms; /* heartbeatTimeoutMillis ext; 0 = not sent */
     bool compressed;
     bool acting_master;

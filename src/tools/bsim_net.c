@@ -14,9 +14,6 @@
 #include "nsrv/log.h"
 #include "bsim_sim.h"
 
-#define CODE_REGISTER_BROKER 103
-#define CODE_UNREGISTER_BROKER 104
-
 typedef struct {
     uv_write_t req;
     nsrv_bsim_link_t *link;
@@ -77,13 +74,13 @@ void nsrv__bsim_link_first_done(nsrv_bsim_link_t *l, bool ok) {
 /* The outcome of a request that got no answer (timeout or lost link). */
 static void fail_request(nsrv_bsim_link_t *l, const nsrv_bsim_pending_t *p, bool timed_out) {
     nsrv_bsim_stats_t *s = &sim_of(l)->stats;
-    if (p->code == CODE_REGISTER_BROKER) {
+    if (p->code == NSRV_REQ_REGISTER_BROKER) {
         if (timed_out)
             s->reg_timeout++;
         else
             s->reg_lost++;
         nsrv__bsim_link_first_done(l, false);
-    } else if (p->code == CODE_UNREGISTER_BROKER) {
+    } else if (p->code == NSRV_REQ_UNREGISTER_BROKER) {
         s->unreg_failed++;
         nsrv__bsim_broker_unreg_done(l->broker);
     }
@@ -187,7 +184,7 @@ static int link_send(nsrv_bsim_link_t *l, int32_t code, const nsrv_ext_field_t *
     memset(&cmd, 0, sizeof(cmd));
     cmd.code = code;
     cmd.language = NSRV_LANG_JAVA;
-    cmd.version = NSRV_SERVER_VERSION; /* a 5.3.3 broker */
+    cmd.version = NSRV_MQ_CURRENT; /* a 5.3.3 broker */
     cmd.opaque = opaque;
     cmd.flag = oneway ? NSRV_FLAG_ONEWAY : 0;
     cmd.has_ext = true;
@@ -252,7 +249,7 @@ void nsrv__bsim_link_send_register(nsrv_bsim_link_t *l) {
         ext[n++] = EXT("heartbeatTimeoutMillis", timeout);
     if (o->zone[0])
         ext[n++] = EXT("__ZONE_NAME", o->zone);
-    int rc = link_send(l, CODE_REGISTER_BROKER, ext, n, g->body.data, g->body.len, false,
+    int rc = link_send(l, NSRV_REQ_REGISTER_BROKER, ext, n, g->body.data, g->body.len, false,
                        o->req_timeout_ms);
     if (rc == 0)
         b->sim->stats.reg_sent++;
@@ -269,7 +266,7 @@ void nsrv__bsim_link_send_heartbeat(nsrv_bsim_link_t *l) {
     nsrv_ext_field_t ext[4];
     size_t n = 0;
     int rc;
-    if (o->heartbeat_code == NSRV_BSIM_HB_QUERY_DATA_VERSION) {
+    if (o->heartbeat_code == NSRV_REQ_QUERY_DATA_VERSION) {
         /* The compatibleWithOldNameSrv heartbeat: oneway, DataVersion body (spec §6.3). */
         int dv_len = snprintf(dv, sizeof(dv),
                               "{\"counter\":%lld,\"stateVersion\":%lld,"
@@ -280,12 +277,12 @@ void nsrv__bsim_link_send_heartbeat(nsrv_bsim_link_t *l) {
         ext[n++] = EXT("brokerAddr", b->addr);
         ext[n++] = EXT("clusterName", o->cluster);
         ext[n++] = EXT("brokerId", id);
-        rc = link_send(l, NSRV_BSIM_HB_QUERY_DATA_VERSION, ext, n, dv, (size_t)dv_len, true, 0);
+        rc = link_send(l, NSRV_REQ_QUERY_DATA_VERSION, ext, n, dv, (size_t)dv_len, true, 0);
     } else {
         ext[n++] = EXT("clusterName", o->cluster);
         ext[n++] = EXT("brokerAddr", b->addr);
         ext[n++] = EXT("brokerName", g->name);
-        rc = link_send(l, NSRV_BSIM_HB_BROKER_HEARTBEAT, ext, n, NULL, 0, true, 0);
+        rc = link_send(l, NSRV_REQ_BROKER_HEARTBEAT, ext, n, NULL, 0, true, 0);
     }
     if (rc == 0)
         b->sim->stats.hb_sent++;
@@ -302,8 +299,8 @@ int nsrv__bsim_link_send_unregister(nsrv_bsim_link_t *l) {
     ext[n++] = EXT("brokerAddr", b->addr);
     ext[n++] = EXT("clusterName", o->cluster);
     ext[n++] = EXT("brokerId", id);
-    int rc =
-        link_send(l, CODE_UNREGISTER_BROKER, ext, n, NULL, 0, false, NSRV_BSIM_UNREG_TIMEOUT_MS);
+    int rc = link_send(l, NSRV_REQ_UNREGISTER_BROKER, ext, n, NULL, 0, false,
+                       NSRV_BSIM_UNREG_TIMEOUT_MS);
     if (rc == 0)
         b->sim->stats.unreg_sent++;
     return rc;
@@ -330,8 +327,8 @@ static int frame_cb(void *ctx, const uint8_t *frame, size_t len) {
     nsrv_bsim_pending_t p = l->pending[i];
     l->pending[i] = l->pending[--l->n_pending];
     uint64_t lat_us = (uv_hrtime() - p.sent_ns) / 1000;
-    if (p.code == CODE_REGISTER_BROKER) {
-        if (cmd.code == 0) {
+    if (p.code == NSRV_REQ_REGISTER_BROKER) {
+        if (cmd.code == NSRV_RESP_SUCCESS) {
             sim->stats.reg_ok++;
             nsrv__bsim_hist_add(&sim->stats.reg_lat_us, lat_us);
             l->backoff_ms = NSRV_BSIM_BACKOFF_MIN_MS;
@@ -343,8 +340,8 @@ static int frame_cb(void *ctx, const uint8_t *frame, size_t len) {
                           cmd.remark.ptr ? cmd.remark.ptr : "");
             nsrv__bsim_link_first_done(l, false);
         }
-    } else if (p.code == CODE_UNREGISTER_BROKER) {
-        if (cmd.code == 0)
+    } else if (p.code == NSRV_REQ_UNREGISTER_BROKER) {
+        if (cmd.code == NSRV_RESP_SUCCESS)
             sim->stats.unreg_ok++;
         else
             sim->stats.unreg_failed++;

@@ -47,7 +47,7 @@ void nsrv__bsim_opts_defaults(nsrv_bsim_opts_t *o) {
     o->queues = 8;
     o->sys_topics = true;
     o->period_ms = 30000; /* registerNameServerPeriod (spec §6.2) */
-    o->heartbeat_code = NSRV_BSIM_HB_QUERY_DATA_VERSION;
+    o->heartbeat_code = NSRV_REQ_QUERY_DATA_VERSION;
     o->ser_type = NSRV_SER_JSON;
     snprintf(o->addr_host, sizeof(o->addr_host), "127.0.0.1");
     o->addr_base = DEFAULT_ADDR_BASE;
@@ -318,8 +318,9 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
         break;
     case OPT_HEARTBEAT_CODE:
         NUM(0, 100000);
-        if (u != NSRV_BSIM_HB_QUERY_DATA_VERSION && u != NSRV_BSIM_HB_BROKER_HEARTBEAT)
-            return fail(err, err_len, "--heartbeat-code %s: want 322 or 904", v);
+        if (u != NSRV_REQ_QUERY_DATA_VERSION && u != NSRV_REQ_BROKER_HEARTBEAT)
+            return fail(err, err_len, "--heartbeat-code %s: want %d or %d", v,
+                        NSRV_REQ_QUERY_DATA_VERSION, NSRV_REQ_BROKER_HEARTBEAT);
         o->heartbeat_code = (int32_t)u;
         break;
     case OPT_TIMEOUT:

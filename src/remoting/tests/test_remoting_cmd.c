@@ -682,7 +682,7 @@ static void test_init_response(void **state) {
     assert_int_equal(r.flag, NSRV_FLAG_RESPONSE); /* exactly 1, oneway bit not copied */
     assert_int_equal(r.opaque, 77);
     assert_int_equal(r.language, NSRV_LANG_JAVA);
-    assert_int_equal(r.version, NSRV_SERVER_VERSION);
+    assert_int_equal(r.version, NSRV_MQ_CURRENT);
     assert_int_equal(r.ser_type, NSRV_SER_ROCKETMQ);
     assert_null(r.remark.ptr);
     assert_false(r.has_ext);

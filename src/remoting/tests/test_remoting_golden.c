@@ -161,7 +161,7 @@ static void check_response_vector(const nsrv_cmd_t *resp, const char *file,
     assert_true(nsrv_cmd_is_response(&back));
     assert_int_equal(back.code, resp->code);
     assert_int_equal(back.opaque, resp->opaque);
-    assert_int_equal(back.version, NSRV_SERVER_VERSION);
+    assert_int_equal(back.version, NSRV_MQ_CURRENT);
     assert_int_equal(back.has_ext, resp->has_ext);
     assert_int_equal(back.n_ext, resp->n_ext);
     assert_int_equal(back.body_len, resp->body_len);

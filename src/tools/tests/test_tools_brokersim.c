@@ -52,7 +52,7 @@ static void test_opts_defaults(void **state) {
     assert_string_equal(o.cluster, "DefaultCluster");
     assert_int_equal(o.period_ms, 30000);
     assert_int_equal(o.heartbeat_ms, 0);
-    assert_int_equal(o.heartbeat_code, 322);
+    assert_int_equal(o.heartbeat_code, NSRV_REQ_QUERY_DATA_VERSION);
     assert_int_equal(o.hb_timeout_ms, 0);
     assert_false(o.compressed);
     assert_true(o.sys_topics);
@@ -91,7 +91,7 @@ static void test_opts_all(void **state) {
     assert_int_equal(o.n_slaves, 2);
     assert_int_equal(o.period_ms, 1000);
     assert_int_equal(o.heartbeat_ms, 500);
-    assert_int_equal(o.heartbeat_code, 904);
+    assert_int_equal(o.heartbeat_code, NSRV_REQ_BROKER_HEARTBEAT);
     assert_int_equal(o.hb_timeout_ms, 3000);
     assert_true(o.compressed);
     assert_true(o.acting_master);
@@ -217,7 +217,7 @@ static const nsrv_topic_config_t *find_topic(const nsrv_register_body_t *b, cons
 static void check_round_trip(const nsrv_bsim_topics_t *t, bool compressed) {
     nsrv_data_version_t dv = {.counter = 7, .timestamp = 1700000000123, .state_version = 0};
     nsrv_buf_t body = NSRV_BUF_INIT;
-    assert_int_equal(nsrv__bsim_topics_encode(t, &dv, compressed, NSRV_SERVER_VERSION, &body), 0);
+    assert_int_equal(nsrv__bsim_topics_encode(t, &dv, compressed, NSRV_MQ_CURRENT, &body), 0);
     if (compressed)
         assert_int_equal((uint8_t)body.data[0], 0x78); /* a zlib stream */
     else
@@ -227,7 +227,7 @@ static void check_round_trip(const nsrv_bsim_topics_t *t, bool compressed) {
     nsrv_register_body_t out;
     char err[200];
     assert_int_equal(nsrv_register_body_decode((const uint8_t *)body.data, body.len,
-                                               NSRV_SERVER_VERSION, compressed, &arena, &out, err,
+                                               NSRV_MQ_CURRENT, compressed, &arena, &out, err,
                                                sizeof(err)),
                      0);
     assert_true(nsrv_data_version_eq(&out.data_version, &dv));
@@ -420,7 +420,7 @@ static void make_frame(nsrv_buf_t *out, int32_t opaque, size_t body_len) {
     c.code = 0;
     c.flag = NSRV_FLAG_RESPONSE;
     c.opaque = opaque;
-    c.version = NSRV_SERVER_VERSION;
+    c.version = NSRV_MQ_CURRENT;
     uint8_t *body = NULL;
     if (body_len) {
         body = nsrv_malloc(body_len);

@@ -19,7 +19,15 @@
 
 #include "nsrv/register_body.h"
 
-static const int32_t versions[8] = {36, 37, 407, 412, 413, 479, 612, -1};
+/* Both sides of each threshold, a 4.x and the current broker, HIGHER_VERSION (612) and junk. */
+static const int32_t versions[8] = {NSRV_MQ_V3_0_11 - 1,
+                                    NSRV_MQ_V3_0_11,
+                                    NSRV_MQ_V4_9_7,
+                                    NSRV_MQ_V5_0_0 - 1,
+                                    NSRV_MQ_V5_0_0,
+                                    NSRV_MQ_CURRENT,
+                                    612,
+                                    -1};
 
 static void check(bool ok, const char *what) {
     if (!ok) {
@@ -99,8 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         nsrv_register_body_t b2;
         /* Re-read as a 5.x body so the mapping section is read whatever the
          * original version was (the original then had none to lose). */
-        int rc = nsrv_register_body_decode((const uint8_t *)j.data, j.len, 479, false, &arena, &b2,
-                                           err, sizeof err);
+        int rc = nsrv_register_body_decode((const uint8_t *)j.data, j.len, NSRV_MQ_CURRENT, false,
+                                           &arena, &b2, err, sizeof err);
         if (rc != 0)
             fprintf(stderr, "re-decode of JSON failed: %s\n", err);
         check(rc == 0, "JSON re-encode does not decode");
@@ -109,9 +117,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (names_fit_text_form(&b)) {
             nsrv_buf_t z = NSRV_BUF_INIT;
-            check(nsrv_register_body_encode_compressed(&b, 479, &z) == 0, "compressed encode");
-            rc = nsrv_register_body_decode((const uint8_t *)z.data, z.len, 479, true, &arena, &b2,
-                                           err, sizeof err);
+            check(nsrv_register_body_encode_compressed(&b, NSRV_MQ_CURRENT, &z) == 0,
+                  "compressed encode");
+            rc = nsrv_register_body_decode((const uint8_t *)z.data, z.len, NSRV_MQ_CURRENT, true,
+                                           &arena, &b2, err, sizeof err);
             if (rc != 0)
                 fprintf(stderr, "re-decode of compressed failed: %s\n", err);
             check(rc == 0, "compressed re-encode does not decode");

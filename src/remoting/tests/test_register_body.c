@@ -190,7 +190,7 @@ static void test_crc32_masked(void **state) {
 static void test_json_sample_5x(void **state) {
     (void)state;
     nsrv_register_body_t b;
-    decode_ok(SAMPLE_5X_JSON, strlen(SAMPLE_5X_JSON), 479, false, &b);
+    decode_ok(SAMPLE_5X_JSON, strlen(SAMPLE_5X_JSON), NSRV_MQ_V5_3_3, false, &b);
     assert_int_equal(b.data_version.counter, 5);
     assert_int_equal(b.data_version.state_version, 0);
     assert_int_equal(b.data_version.timestamp, 1700000000000LL);
@@ -205,7 +205,7 @@ static void test_json_sample_5x(void **state) {
 static void test_json_sample_49x(void **state) {
     (void)state;
     nsrv_register_body_t b;
-    decode_ok(SAMPLE_49X_JSON, strlen(SAMPLE_49X_JSON), 407, false, &b);
+    decode_ok(SAMPLE_49X_JSON, strlen(SAMPLE_49X_JSON), NSRV_MQ_V4_9_7, false, &b);
     assert_int_equal(b.data_version.counter, 2);
     assert_int_equal(b.data_version.state_version, 0);
     assert_int_equal(b.data_version.timestamp, 1600000000000LL);
@@ -233,7 +233,7 @@ static void test_json_defaults_and_names(void **state) {
         " \"someFutureField\": {\"x\":1}},"
         " \"filterServerList\": [\"1.1.1.1:1\", null, \"2.2.2.2:2\"] }\n";
     nsrv_register_body_t b;
-    decode_ok(body, strlen(body), 479, false, &b);
+    decode_ok(body, strlen(body), NSRV_MQ_V5_3_3, false, &b);
     assert_int_equal(b.n_topics, 3);
     assert_topic(&b.topics[0], "Real1", 8, 16, 6, 0);
     assert_topic(&b.topics[1], "NoName", 16, 2, 6, 3);
@@ -261,11 +261,11 @@ static void test_json_defaults_and_names(void **state) {
     /* Absent and null parts: no filter list, zero DataVersion, no topics. */
     const char *bare = "{\"filterServerList\":null,\"topicConfigSerializeWrapper\":"
                        "{\"dataVersion\":null,\"topicConfigTable\":null}}";
-    decode_ok(bare, strlen(bare), 479, false, &b);
+    decode_ok(bare, strlen(bare), NSRV_MQ_V5_3_3, false, &b);
     assert_false(b.has_filter_servers);
     assert_int_equal(b.n_topics, 0);
     assert_int_equal(b.data_version.timestamp, 0);
-    decode_ok("{}", 2, 479, false, &b);
+    decode_ok("{}", 2, NSRV_MQ_V5_3_3, false, &b);
     assert_false(b.has_filter_servers);
     assert_int_equal(b.n_topics, 0);
 }
@@ -290,7 +290,7 @@ static void test_empty_body(void **state) {
     (void)state;
     nsrv_register_body_t b;
     memset(&b, 0x77, sizeof b);
-    decode_ok(NULL, 0, 479, true, &b);
+    decode_ok(NULL, 0, NSRV_MQ_V5_3_3, true, &b);
     assert_int_equal(b.data_version.counter, 0);
     assert_int_equal(b.data_version.timestamp, 0);
     assert_int_equal(b.data_version.state_version, 0);
@@ -302,7 +302,7 @@ static void test_empty_body(void **state) {
 static void test_json_encoder_matches_sample(void **state) {
     (void)state;
     nsrv_register_body_t b;
-    decode_ok(SAMPLE_5X_JSON, strlen(SAMPLE_5X_JSON), 479, false, &b);
+    decode_ok(SAMPLE_5X_JSON, strlen(SAMPLE_5X_JSON), NSRV_MQ_V5_3_3, false, &b);
     nsrv_buf_t out = NSRV_BUF_INIT;
     nsrv_register_body_encode_json(&b, &out);
     /* The sample without whitespace and without mappingDataVersion, which we do not keep. */
@@ -377,48 +377,48 @@ static void test_encoders_round_trip(void **state) {
     nsrv_register_body_t b;
 
     nsrv_buf_t z = NSRV_BUF_INIT;
-    assert_int_equal(nsrv_register_body_encode_compressed(&src, 479, &z), 0);
+    assert_int_equal(nsrv_register_body_encode_compressed(&src, NSRV_MQ_V5_3_3, &z), 0);
     assert_int_equal((uint8_t)z.data[0], 0x78);
     assert_int_equal((uint8_t)z.data[1], 0xDA);
-    decode_ok(z.data, z.len, 479, true, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, true, &b);
     assert_same_body(&src, &b, true);
     /* 5.x brokers label it compressed=false; the bytes decide. */
-    decode_ok(z.data, z.len, 479, false, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, false, &b);
     assert_same_body(&src, &b, true);
     /* A 4.9.x-version request does not read the mapping section. */
-    decode_ok(z.data, z.len, 407, true, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V4_9_7, true, &b);
     assert_same_body(&src, &b, false);
 
-    /* Encoded for 407: no mapping section; a 479 reader tolerates its absence. */
+    /* Encoded for 4.9.7: no mapping section; a 5.3.3 reader tolerates its absence. */
     nsrv_buf_reset(&z);
-    assert_int_equal(nsrv_register_body_encode_compressed(&src, 407, &z), 0);
-    decode_ok(z.data, z.len, 407, true, &b);
+    assert_int_equal(nsrv_register_body_encode_compressed(&src, NSRV_MQ_V4_9_7, &z), 0);
+    decode_ok(z.data, z.len, NSRV_MQ_V4_9_7, true, &b);
     assert_same_body(&src, &b, false);
-    decode_ok(z.data, z.len, 479, true, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, true, &b);
     assert_same_body(&src, &b, false);
 
     /* topicSysFlag is not carried by the text form. */
     topics[0].topic_sys_flag = 1;
     nsrv_buf_reset(&z);
-    assert_int_equal(nsrv_register_body_encode_compressed(&src, 479, &z), 0);
-    decode_ok(z.data, z.len, 479, true, &b);
+    assert_int_equal(nsrv_register_body_encode_compressed(&src, NSRV_MQ_V5_3_3, &z), 0);
+    decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, true, &b);
     assert_int_equal(b.topics[0].topic_sys_flag, 0);
 
     /* JSON encoder round trip keeps topicSysFlag too. */
     nsrv_buf_t j = NSRV_BUF_INIT;
     nsrv_register_body_encode_json(&src, &j);
-    decode_ok(j.data, j.len, 479, false, &b);
+    decode_ok(j.data, j.len, NSRV_MQ_V5_3_3, false, &b);
     assert_same_body(&src, &b, true);
     src.has_filter_servers = false;
     src.n_filter_servers = 0;
     nsrv_buf_reset(&j);
     nsrv_register_body_encode_json(&src, &j);
-    decode_ok(j.data, j.len, 479, false, &b);
+    decode_ok(j.data, j.len, NSRV_MQ_V5_3_3, false, &b);
     assert_same_body(&src, &b, true);
 
     /* A name with a space cannot be written in the text form. */
     topics[1].topic_name = "has space";
-    assert_int_equal(nsrv_register_body_encode_compressed(&src, 479, &z), -EINVAL);
+    assert_int_equal(nsrv_register_body_encode_compressed(&src, NSRV_MQ_V5_3_3, &z), -EINVAL);
     nsrv_buf_deinit(&j);
     nsrv_buf_deinit(&z);
 }
@@ -430,7 +430,7 @@ static void test_compressed_observed_479(void **state) {
     zlib_pack(&raw, &z);
     for (int flag = 0; flag < 2; flag++) {
         nsrv_register_body_t b;
-        decode_ok(z.data, z.len, 479, flag, &b);
+        decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, flag, &b);
         assert_int_equal(b.data_version.counter, 0);
         assert_int_equal(b.data_version.state_version, 0);
         assert_int_equal(b.data_version.timestamp, 1);
@@ -456,7 +456,7 @@ static void test_compressed_observed_407(void **state) {
     put_item(&raw, "[\"1.2.3.4:5\"]");
     zlib_pack(&raw, &z);
     nsrv_register_body_t b;
-    decode_ok(z.data, z.len, 407, true, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V4_9_7, true, &b);
     assert_int_equal(b.data_version.counter, 3);
     assert_int_equal(b.data_version.state_version, 0);
     assert_int_equal(b.data_version.timestamp, 1700000000000LL);
@@ -468,7 +468,7 @@ static void test_compressed_observed_407(void **state) {
     assert_string_equal(b.filter_servers[0], "1.2.3.4:5");
     assert_int_equal(b.n_mappings, 0);
     /* The same bytes from a 5.x-version sender: the missing section is tolerated. */
-    decode_ok(z.data, z.len, 479, false, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, false, &b);
     assert_int_equal(b.n_topics, 2);
     assert_int_equal(b.n_mappings, 0);
     nsrv_buf_deinit(&raw);
@@ -492,7 +492,7 @@ static void test_compressed_text_form_edges(void **state) {
     nsrv_buf_append_c(&raw, "trailing bytes are ignored");
     zlib_pack(&raw, &z);
     nsrv_register_body_t b;
-    decode_ok(z.data, z.len, 479, true, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, true, &b);
     assert_int_equal(b.n_topics, 4);
     assert_topic(&b.topics[0], "A", 1, 2, 6, 0);
     assert_topic(&b.topics[1], "B", 3, 4, 6, 0);
@@ -513,7 +513,7 @@ static void test_compressed_text_form_edges(void **state) {
     put_item(&raw, "{topic:0,bname:0}");
     nsrv_buf_reset(&z);
     zlib_pack(&raw, &z);
-    decode_ok(z.data, z.len, 479, true, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V5_3_3, true, &b);
     assert_int_equal(b.n_topics, 1);
     assert_topic(&b.topics[0], "", 0, 0, 0, 0);
     assert_int_equal(b.n_mappings, 1);
@@ -527,7 +527,7 @@ static void test_compressed_text_form_edges(void **state) {
     put_item(&raw, "null");
     nsrv_buf_reset(&z);
     zlib_pack(&raw, &z);
-    decode_ok(z.data, z.len, 407, true, &b);
+    decode_ok(z.data, z.len, NSRV_MQ_V4_9_7, true, &b);
     assert_false(b.has_filter_servers);
     nsrv_buf_deinit(&raw);
     nsrv_buf_deinit(&z);
@@ -559,32 +559,32 @@ static void test_compressed_errors(void **state) {
     build_observed_479(&raw);
     zlib_pack(&raw, &z);
     for (size_t cut = 1; cut < z.len; cut += (cut < 8 ? 1 : 9))
-        decode_bad(z.data, z.len - cut, 479, NSRV_EBODY);
+        decode_bad(z.data, z.len - cut, NSRV_MQ_V5_3_3, NSRV_EBODY);
     /* Corrupted deflate data and a bad Adler-32 trailer. */
     z.data[z.len - 1] ^= 0x55;
-    decode_bad(z.data, z.len, 479, NSRV_EBODY);
-    decode_bad("\x78\xDA\xFF\xFF\xFF\xFF", 6, 479, NSRV_EBODY);
+    decode_bad(z.data, z.len, NSRV_MQ_V5_3_3, NSRV_EBODY);
+    decode_bad("\x78\xDA\xFF\xFF\xFF\xFF", 6, NSRV_MQ_V5_3_3, NSRV_EBODY);
     /* A zlib header asking for a preset dictionary (FDICT). */
-    decode_bad("\x78\xBB\x00\x00\x00\x01", 6, 479, NSRV_EBODY);
+    decode_bad("\x78\xBB\x00\x00\x00\x01", 6, NSRV_MQ_V5_3_3, NSRV_EBODY);
 
     /* Item lengths: past the end, negative, and a short length word. */
     nsrv_buf_reset(&raw);
     put_be32(&raw, 100);
     nsrv_buf_append_c(&raw, "{\"counter\":1}");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     nsrv_buf_reset(&raw);
     put_be32(&raw, 0xFFFFFFFFu);
     nsrv_buf_append_c(&raw, "{}");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     nsrv_buf_reset(&raw);
     nsrv_buf_append(&raw, "\x00\x00", 2);
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     nsrv_buf_reset(&raw);
     put_item(&raw, "{}");
     put_be32(&raw, 1);
     put_be32(&raw, 0x80000000u); /* negative topic length */
     put_item(&raw, "[]");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
 
     /* Topic counts: huge, negative, and one more than present. */
     nsrv_buf_reset(&raw);
@@ -592,18 +592,18 @@ static void test_compressed_errors(void **state) {
     put_be32(&raw, 0x7FFFFFFF);
     put_item(&raw, "A 1 1 6 SINGLE_TAG");
     put_item(&raw, "[]");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     nsrv_buf_reset(&raw);
     put_item(&raw, "{}");
     put_be32(&raw, 0xFFFFFFFEu);
     put_item(&raw, "[]");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     nsrv_buf_reset(&raw);
     put_item(&raw, "{}");
     put_be32(&raw, 2);
     put_item(&raw, "A 1 1 6 SINGLE_TAG");
     put_item(&raw, "[]");
-    compressed_bad(&raw, 407);
+    compressed_bad(&raw, NSRV_MQ_V4_9_7);
     /* Five zero-length topic items: present, but too short to be topics. */
     nsrv_buf_reset(&raw);
     put_item(&raw, "{}");
@@ -611,12 +611,12 @@ static void test_compressed_errors(void **state) {
     for (int i = 0; i < 5; i++)
         put_be32(&raw, 0);
     put_item(&raw, "[]");
-    compressed_bad(&raw, 407);
+    compressed_bad(&raw, NSRV_MQ_V4_9_7);
     /* Stream ends before the filter list. */
     nsrv_buf_reset(&raw);
     put_item(&raw, "{}");
     put_be32(&raw, 0);
-    compressed_bad(&raw, 407);
+    compressed_bad(&raw, NSRV_MQ_V4_9_7);
 
     /* TopicConfig text: too few parts, non-numeric or overflowing ints, bad filter type. */
     const char *bad_texts[] = {"TopicTest 4 4 6",
@@ -632,7 +632,7 @@ static void test_compressed_errors(void **state) {
                                "TopicTest 4 4 6  {}"};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(bad_texts); i++) {
         one_topic_stream(&raw, bad_texts[i]);
-        compressed_bad(&raw, 407);
+        compressed_bad(&raw, NSRV_MQ_V4_9_7);
     }
 
     /* DataVersion that is not JSON, or not an object. */
@@ -640,33 +640,33 @@ static void test_compressed_errors(void **state) {
     put_item(&raw, "{counter");
     put_be32(&raw, 0);
     put_item(&raw, "[]");
-    compressed_bad(&raw, 407);
+    compressed_bad(&raw, NSRV_MQ_V4_9_7);
     nsrv_buf_reset(&raw);
     put_item(&raw, "[1]");
     put_be32(&raw, 0);
     put_item(&raw, "[]");
-    compressed_bad(&raw, 407);
+    compressed_bad(&raw, NSRV_MQ_V4_9_7);
 
     /* Mapping section: partial count word, count past end, info without topic or bname. */
     one_topic_stream(&raw, "A 1 1 6 SINGLE_TAG");
     nsrv_buf_append(&raw, "\x00\x00", 2);
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     one_topic_stream(&raw, "A 1 1 6 SINGLE_TAG");
     put_be32(&raw, 3);
     put_item(&raw, MAPPING_JSON);
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     one_topic_stream(&raw, "A 1 1 6 SINGLE_TAG");
     put_be32(&raw, 1);
     put_item(&raw, "{\"bname\":\"b\",\"currIdMap\":{}}");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     one_topic_stream(&raw, "A 1 1 6 SINGLE_TAG");
     put_be32(&raw, 1);
     put_item(&raw, "{\"topic\":\"T\"}");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
     one_topic_stream(&raw, "A 1 1 6 SINGLE_TAG");
     put_be32(&raw, 1);
     put_item(&raw, "{\"topic\":\"T\",\"bname\":\"b\",\"currIdMap\":{x:1}}");
-    compressed_bad(&raw, 479);
+    compressed_bad(&raw, NSRV_MQ_V5_3_3);
 
     nsrv_buf_deinit(&raw);
     nsrv_buf_deinit(&z);
@@ -695,7 +695,7 @@ static void test_zlib_bomb_capped(void **state) {
     }
     deflateEnd(&zs);
     assert_true(z.len < 1024 * 1024);
-    decode_bad(z.data, z.len, 479, NSRV_ETOOBIG);
+    decode_bad(z.data, z.len, NSRV_MQ_V5_3_3, NSRV_ETOOBIG);
     nsrv_buf_deinit(&z);
 }
 
@@ -730,25 +730,25 @@ static void test_json_errors(void **state) {
         "{\"a\":1} trailing",
     };
     for (size_t i = 0; i < NSRV_ARRAY_LEN(bad); i++)
-        decode_bad(bad[i], strlen(bad[i]), 479, NSRV_EBODY);
+        decode_bad(bad[i], strlen(bad[i]), NSRV_MQ_V5_3_3, NSRV_EBODY);
     /* Non-object bare wrapper for an old broker. */
     decode_bad("{\"dataVersion\":1}", 17, 36, NSRV_EBODY);
     /* The error text names the cause. */
     char err[256];
     nsrv_register_body_t b;
-    assert_int_equal(nsrv_register_body_decode((const uint8_t *)"xyz", 3, 479, true, &arena, &b,
-                                               err, sizeof err),
+    assert_int_equal(nsrv_register_body_decode((const uint8_t *)"xyz", 3, NSRV_MQ_V5_3_3, true,
+                                               &arena, &b, err, sizeof err),
                      NSRV_EBODY);
     assert_string_equal(err, "Failed to decode RegisterBrokerBody: neither JSON nor a zlib stream "
                              "(compressed=true)");
     /* A tiny error buffer is safe; NULL err too. */
-    assert_int_equal(
-        nsrv_register_body_decode((const uint8_t *)"xyz", 3, 479, true, &arena, &b, err, 4),
-        NSRV_EBODY);
+    assert_int_equal(nsrv_register_body_decode((const uint8_t *)"xyz", 3, NSRV_MQ_V5_3_3, true,
+                                               &arena, &b, err, 4),
+                     NSRV_EBODY);
     assert_int_equal(strlen(err), 3);
-    assert_int_equal(
-        nsrv_register_body_decode((const uint8_t *)"xyz", 3, 479, true, &arena, &b, NULL, 0),
-        NSRV_EBODY);
+    assert_int_equal(nsrv_register_body_decode((const uint8_t *)"xyz", 3, NSRV_MQ_V5_3_3, true,
+                                               &arena, &b, NULL, 0),
+                     NSRV_EBODY);
 }
 
 /* ---- DataVersion ---- */
@@ -874,7 +874,7 @@ static void test_large_bodies(void **state) {
     nsrv_register_body_t src = {{1, 2, 3}, topics, N, true, NULL, 0, NULL, 0};
     nsrv_buf_t j = NSRV_BUF_INIT, z = NSRV_BUF_INIT;
     nsrv_register_body_encode_json(&src, &j);
-    assert_int_equal(nsrv_register_body_encode_compressed(&src, 479, &z), 0);
+    assert_int_equal(nsrv_register_body_encode_compressed(&src, NSRV_MQ_V5_3_3, &z), 0);
     assert_true(j.len > 3 * 1000 * 1000);
 
     nsrv_arena_t a2;
@@ -882,16 +882,16 @@ static void test_large_bodies(void **state) {
     nsrv_register_body_t b;
     char err[128];
     double t0 = now_s();
-    assert_int_equal(nsrv_register_body_decode((const uint8_t *)j.data, j.len, 479, false, &a2, &b,
-                                               err, sizeof err),
+    assert_int_equal(nsrv_register_body_decode((const uint8_t *)j.data, j.len, NSRV_MQ_V5_3_3,
+                                               false, &a2, &b, err, sizeof err),
                      0);
     double t1 = now_s();
     assert_int_equal(b.n_topics, N);
     assert_topic(&b.topics[N - 1], topics[N - 1].topic_name, 8, 8, 6, (N - 1) % 4);
     nsrv_arena_reset(&a2);
     double t2 = now_s();
-    assert_int_equal(nsrv_register_body_decode((const uint8_t *)z.data, z.len, 479, false, &a2, &b,
-                                               err, sizeof err),
+    assert_int_equal(nsrv_register_body_decode((const uint8_t *)z.data, z.len, NSRV_MQ_V5_3_3,
+                                               false, &a2, &b, err, sizeof err),
                      0);
     double t3 = now_s();
     assert_int_equal(b.n_topics, N);

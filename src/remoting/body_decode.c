@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Entry points of the registration-body decoders (include/nsrv/register_body.h)
+ * and the helpers the JSON and compressed parts share: error reporting,
+ * fastjson-like field casts, DataVersion. RegisterBrokerBody forms are told
+ * apart by their bytes here; body_json.c and body_compressed.c parse them.
+ * DataVersion (spec §8.1) and the queueDatas of TopicRouteData (§2.13) are
+ * plain JSON and decoded here. Fuzzed by src/remoting/fuzz/fuzz_register_body.c.
+ */
+#include "nsrv/register_body.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "body_int.h"
+#include "nsrv/common.h"
+#include "nsrv/json.h"
+
+int nsrv__body_fail(nsrv_body_dctx_t *d, const char *fmt, ...) {
+    if (d->err && d->err_len) {
+        int n = snprintf(d->err, d->err_len, "%s", d->prefix);
+        if (n >= 0 && (size_t)n < d->err_len) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(d->err + n, d->err_len - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return NSRV_EBODY;
+}
+
+bool nsrv__body_key_is(const nsrv_json_t *member, const char *key) {
+    size_t n = strlen(key);
+    return member->key_len == n && memcmp(member->key, key, n) == 0;
+}
+
+bool nsrv__body_is_null(const nsrv_json_t *v) {
+    return v == NULL || v->type == NSRV_JSON_NULL;
+}
+
+int nsrv__body_parse_json(nsrv_body_dctx_t *d, const void *text, size_t len, const char *what,
+                          nsrv_json_t **root) {
+    char why[96] = "";
+    if (nsrv_json_parse(d->arena, (const char *)text, len, root, why, sizeof why) != 0)
+        return nsrv__body_fail(d, "bad %s JSON (%s)", what, why);
+    return 0;
+}
+
+/*
+ * Integer fields follow fastjson's casts: a number or a numeric string is
+ * accepted, null keeps the default, anything else (or overflow) is an error,
+ * as it is a decode exception in Java.
+ */
+int nsrv__body_get_i64(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what, int64_t *out) {
+    if (nsrv__body_is_null(v))
+        return 0;
+    int64_t x;
+    if (!nsrv_json_as_i64(v, &x))
+        return nsrv__body_fail(d, "bad %s", what);
+    *out = x;
+    return 0;
+}
+
+int nsrv__body_get_i32(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what, int32_t *out) {
+    if (nsrv__body_is_null(v))
+        return 0;
+    int64_t x;
+    if (!nsrv_json_as_i64(v, &x) || x < INT32_MIN || x > INT32_MAX)
+        return nsrv__body_fail(d, "bad %s", what);
+    *out = (int32_t)x;
+    return 0;
+}
+
+/* String fields: numbers and booleans read as their text, as fastjson casts them. */
+int nsrv__body_get_str(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what,
+                       const char **out) {
+    if (nsrv__body_is_null(v))
+        return 0;
+    const char *s = nsrv_json_as_str(v, NULL);
+    if (!s)
+        return nsrv__body_fail(d, "bad %s", what);
+    *out = s;
+    return 0;
+}
+
+/* Java Integer.parseInt: optional sign, then decimal digits only, in int32 range. */
+bool nsrv__body_parse_i32(const char *s, size_t n, int32_t *out) {
+    size_t i = 0;
+    bool neg = false;
+    if (n > 0 && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    if (i == n)
+        return false;
+    int64_t v = 0;
+    for (; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+        if (v > (int64_t)INT32_MAX + 1)
+            return false;
+    }
+    if (neg)
+        v = -v;
+    if (v > INT32_MAX)
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+int nsrv__body_data_version_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
+                                      nsrv_data_version_t *out) {
+    if (o->type != NSRV_JSON_OBJECT)
+        return nsrv__body_fail(d, "dataVersion is not an object");
+    nsrv_data_version_t dv = {0, 0, 0};
+    for (const nsrv_json_t *m = o->child; m; m = m->next) {
+        int rc = 0;
+        if (nsrv__body_key_is(m, "counter"))
+            rc = nsrv__body_get_i64(d, m, "dataVersion.counter", &dv.counter);
+        else if (nsrv__body_key_is(m, "timestamp"))
+            rc = nsrv__body_get_i64(d, m, "dataVersion.timestamp", &dv.timestamp);
+        else if (nsrv__body_key_is(m, "stateVersion"))
+            rc = nsrv__body_get_i64(d, m, "dataVersion.stateVersion", &dv.state_version);
+        if (rc)
+            return rc;
+    }
+    *out = dv;
+    return 0;
+}
+
+uint32_t nsrv_body_crc32(const void *data, size_t len) {
+    const Bytef *p = data;
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (len > 0) {
+        uInt chunk = (uInt)NSRV_MIN(len, (size_t)UINT_MAX);
+        crc = crc32(crc, p, chunk);
+        p += chunk;
+        len -= chunk;
+    }
+    return (uint32_t)crc & 0x7FFFFFFFu;
+}
+
+static bool is_json_ws(uint8_t c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* RFC 1950 header: deflate method (CM 8) and the FCHECK multiple of 31. */
+static bool is_zlib_header(const uint8_t *p, size_t len) {
+    return len >= 2 && (p[0] & 0x0F) == 8 && ((unsigned)p[0] * 256u + p[1]) % 31u == 0;
+}
+
+int nsrv_register_body_decode(const uint8_t *body, size_t len, int32_t version,
+                              bool compressed_flag, nsrv_arena_t *arena, nsrv_register_body_t *out,
+                              char *err, size_t err_len) {
+    nsrv_body_dctx_t d = {arena, err, err_len, "Failed to decode RegisterBrokerBody: "};
+    nsrv_register_body_t b;
+    memset(&b, 0, sizeof b);
+    if (len == 0) {
+        *out = b; /* Java zeroes the DataVersion for a missing body (spec §2.5) */
+        return 0;
+    }
+    size_t i = 0;
+    while (i < len && is_json_ws(body[i]))
+        i++;
+    int rc;
+    if (i < len && body[i] == '{')
+        rc = nsrv__body_decode_json(&d, body, len, version, &b);
+    else if (is_zlib_header(body, len))
+        rc = nsrv__body_decode_compressed(&d, body, len, version, &b);
+    else
+        rc = nsrv__body_fail(&d, "neither JSON nor a zlib stream (compressed=%s)",
+                             compressed_flag ? "true" : "false");
+    if (rc)
+        return rc;
+    *out = b;
+    return 0;
+}
+
+int nsrv_data_version_decode(const uint8_t *body, size_t len, nsrv_arena_t *arena,
+                             nsrv_data_version_t *out) {
+    nsrv_body_dctx_t d = {arena, NULL, 0, ""};
+    nsrv_json_t *root;
+    if (len == 0 || nsrv_json_parse(arena, (const char *)body, len, &root, NULL, 0) != 0)
+        return NSRV_EBODY;
+    if (root->type != NSRV_JSON_OBJECT)
+        return NSRV_EBODY;
+    return nsrv__body_data_version_from_json(&d, root, out);
+}
+
+static int queue_data_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o, nsrv_queue_data_t *out) {
+    nsrv_queue_data_t q = {NULL, 0, 0, 0, 0};
+    for (const nsrv_json_t *m = o->child; m; m = m->next) {
+        int rc = 0;
+        if (nsrv__body_key_is(m, "brokerName"))
+            rc = nsrv__body_get_str(d, m, "brokerName", &q.broker_name);
+        else if (nsrv__body_key_is(m, "readQueueNums"))
+            rc = nsrv__body_get_i32(d, m, "readQueueNums", &q.read_queue_nums);
+        else if (nsrv__body_key_is(m, "writeQueueNums"))
+            rc = nsrv__body_get_i32(d, m, "writeQueueNums", &q.write_queue_nums);
+        else if (nsrv__body_key_is(m, "perm"))
+            rc = nsrv__body_get_i32(d, m, "perm", &q.perm);
+        else if (nsrv__body_key_is(m, "topicSysFlag"))
+            rc = nsrv__body_get_i32(d, m, "topicSysFlag", &q.topic_sys_flag);
+        if (rc)
+            return rc;
+    }
+    *out = q;
+    return 0;
+}
+
+int nsrv_topic_route_queue_datas_decode(const uint8_t *body, size_t len, nsrv_arena_t *arena,
+                                        nsrv_queue_data_t **out, size_t *n, char *err,
+                                        size_t err_len) {
+    nsrv_body_dctx_t d = {arena, err, err_len, "Failed to decode TopicRouteData: "};
+    if (len == 0) {
+        *out = NULL;
+        *n = 0;
+        return 0;
+    }
+    nsrv_json_t *root;
+    int rc = nsrv__body_parse_json(&d, body, len, "body", &root);
+    if (rc)
+        return rc;
+    if (root->type == NSRV_JSON_NULL) {
+        *out = NULL;
+        *n = 0;
+        return 0;
+    }
+    if (root->type != NSRV_JSON_OBJECT)
+        return nsrv__body_fail(&d, "body is not a JSON object");
+    const nsrv_json_t *qds = nsrv_json_get(root, "queueDatas");
+    if (nsrv__body_is_null(qds) || (qds->type == NSRV_JSON_ARRAY && qds->count == 0)) {
+        *out = NULL;
+        *n = 0;
+        return 0;
+    }
+    if (qds->type != NSRV_JSON_ARRAY)
+        return nsrv__body_fail(&d, "queueDatas is not an array");
+    /* Type errors anywhere fail the decode, as fastjson throws for them. */
+    nsrv_queue_data_t *q = nsrv_arena_alloc(arena, qds->count * sizeof *q);
+    size_t k = 0;
+    bool ended = false;
+    for (const nsrv_json_t *e = qds->child; e; e = e->next) {
+        if (nsrv__body_is_null(e)) {
+            ended = true;
+            continue;
+        }
+        if (e->type != NSRV_JSON_OBJECT)
+            return nsrv__body_fail(&d, "queueDatas element is not an object");
+        nsrv_queue_data_t qd;
+        rc = queue_data_from_json(&d, e, &qd);
+        if (rc)
+            return rc;
+        if (!qd.broker_name)
+            ended = true;
+        if (!ended)
+            q[k++] = qd;
+    }
+    *out = k ? q : NULL;
+    *n = k;
+    return 0;
+}

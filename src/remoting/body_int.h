@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private to the registration-body codec (body_*.c): the decode context and
+ * the helpers the JSON and the compressed parts share.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsrv/arena.h"
+#include "nsrv/json.h"
+#include "nsrv/register_body.h"
+
+/* Decode state shared by the helpers: where to allocate and where to report. */
+typedef struct {
+    nsrv_arena_t *arena;
+    char *err;
+    size_t err_len;
+    const char *prefix; /* prepended to every reason */
+} nsrv_body_dctx_t;
+
+/* Writes prefix + the formatted reason to d->err (if any); returns NSRV_EBODY. */
+__attribute__((format(printf, 2, 3))) int nsrv__body_fail(nsrv_body_dctx_t *d, const char *fmt,
+                                                          ...);
+bool nsrv__body_key_is(const nsrv_json_t *member, const char *key);
+/* Absent or JSON null. */
+bool nsrv__body_is_null(const nsrv_json_t *v);
+int nsrv__body_parse_json(nsrv_body_dctx_t *d, const void *text, size_t len, const char *what,
+                          nsrv_json_t **root);
+/*
+ * Field casts as fastjson does them: a number or a numeric string for the
+ * integers, numbers and booleans as their text for strings; null keeps *out.
+ */
+int nsrv__body_get_i64(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what, int64_t *out);
+int nsrv__body_get_i32(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what, int32_t *out);
+int nsrv__body_get_str(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what,
+                       const char **out);
+/* Java Integer.parseInt of s[0..n). */
+bool nsrv__body_parse_i32(const char *s, size_t n, int32_t *out);
+
+int nsrv__body_data_version_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
+                                      nsrv_data_version_t *out);
+/*
+ * TopicQueueMappingInfo. key_topic is the map key of the JSON form; NULL for
+ * the compressed form, where the info's own `topic` is used.
+ */
+int nsrv__body_mapping_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o, const char *key_topic,
+                                 nsrv_mapping_info_t *out);
+
+/* The two RegisterBrokerBody forms; b is zeroed by the caller. */
+int nsrv__body_decode_json(nsrv_body_dctx_t *d, const uint8_t *body, size_t len, int32_t version,
+                           nsrv_register_body_t *b);
+int nsrv__body_decode_compressed(nsrv_body_dctx_t *d, const uint8_t *body, size_t len,
+                                 int32_t version, nsrv_register_body_t *b);
