@@ -1,6 +1,6 @@
 """Fixtures for the multi-process gossip cluster suite (project issue 4).
 
-* ``--nsrvd PATH`` (default: env NSRVD_BIN, else /work/main/build/src/nsrvd); the broker
+* ``--nsrvd PATH`` (default: env NSRVD_BIN, else build/src/nsrvd under the repository root); the broker
   simulator is ``tools/nsrv-brokersim`` next to it (or env NSRV_BROKERSIM_BIN).
 * ``cluster_factory(n=3, config=..., per_node=..., peer_port=...)``: a started cluster
   (clusterlib.Cluster) in the test's tmp dir; every node is stopped at teardown, and a node
@@ -33,7 +33,8 @@ from brokersim import BrokerSim, find_binary  # noqa: E402
 from clusterlib import Cluster  # noqa: E402
 from nsrvd_proc import scaled, timeout_mult  # noqa: E402
 
-DEFAULT_BIN = "/work/main/build/src/nsrvd"
+# The repository root is two levels up; the default build directory is build/ there.
+DEFAULT_BIN = str(HERE.parents[1] / "build" / "src" / "nsrvd")
 DEFAULT_BUDGET = 120
 
 

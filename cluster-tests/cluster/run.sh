@@ -5,14 +5,14 @@
 #
 #   cluster-tests/cluster/run.sh [--nsrvd PATH] [pytest args, e.g. -k restart]
 #
-# Binary: --nsrvd, else $NSRVD_BIN, else /work/main/build/src/nsrvd; nsrv-brokersim is
+# Binary: --nsrvd, else $NSRVD_BIN, else build/src/nsrvd in the repository root; nsrv-brokersim is
 # taken from tools/ next to it (or $NSRV_BROKERSIM_BIN). Figures are printed ([figures]
 # lines) and written to $NSRV_CLUSTER_RESULTS (default: cluster-results.json in pytest's
 # base temp dir, printed at the end). Knobs: NSRV_RESTART_BROKERS, NSRV_RESTART_REPS,
 # NSRV_RESTART_NOGOSSIP_REPS, NSRV_BW_WINDOW_S, NSRV_TEST_TIMEOUT_MULT (sanitizer builds).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-nsrvd=${NSRVD_BIN:-/work/main/build/src/nsrvd}
+nsrvd=${NSRVD_BIN:-$(cd "$here/../.." && pwd)/build/src/nsrvd}
 args=()
 while [ $# -gt 0 ]; do
   case $1 in

@@ -31,7 +31,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
-DEFAULT_BIN = "/work/main/build/src/tools/nsrv-brokersim"
+# Default: build/src/tools/nsrv-brokersim under the repository root (two levels up).
+DEFAULT_BIN = str(
+    Path(__file__).resolve().parents[2] / "build" / "src" / "tools" / "nsrv-brokersim"
+)
 
 
 class BrokerSimError(RuntimeError):

@@ -1,6 +1,6 @@
 """Fixtures for the single-node nsrvd black-box suite.
 
-* ``--nsrvd PATH`` (default: env NSRVD_BIN, else /work/main/build/src/nsrvd).
+* ``--nsrvd PATH`` (default: env NSRVD_BIN, else build/src/nsrvd under the repository root).
 * ``nsrvd``: a fresh server per test; extra properties via ``@pytest.mark.nsrvd_config(k=v)``.
 * ``nsrvd_factory``: start more servers (or with special configs) inside a test.
 * ``connect``: open Connections that are closed before the servers stop.
@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 from nsrvd_proc import NsrvdProcess, scaled  # noqa: E402
 from rmq import Connection, NamesrvClient  # noqa: E402
 
-DEFAULT_BIN = "/work/main/build/src/nsrvd"
+# The repository root is two levels up; the default build directory is build/ there.
+DEFAULT_BIN = str(Path(__file__).resolve().parents[2] / "build" / "src" / "nsrvd")
 TEST_ALARM_SECONDS = 90
 
 

@@ -18,14 +18,14 @@
 #include "nsrv/fileio.h"
 
 /* rocketmq-protocol.md §2.19, verbatim: the Java 5.x default body with
- * user.home=/root and ROCKETMQ_HOME=/opt/rocketmq. */
+ * user.home=/srv/nsrv-home and ROCKETMQ_HOME=/opt/rocketmq. */
 static const char java_default_body[] =
     "bindAddress=0.0.0.0\n"
     "clientRequestThreadPoolNums=8\n"
     "clientRequestThreadPoolQueueCapacity=50000\n"
     "clusterTest=false\n"
     "configBlackList=configBlackList;configStorePath;kvConfigPath\n"
-    "configStorePath=/root/namesrv/namesrv.properties\n"
+    "configStorePath=/srv/nsrv-home/namesrv/namesrv.properties\n"
     "defaultThreadPoolNums=16\n"
     "defaultThreadPoolQueueCapacity=10000\n"
     "deleteTopicWithBrokerRegistration=false\n"
@@ -33,7 +33,7 @@ static const char java_default_body[] =
     "enableControllerInNamesrv=false\n"
     "enableShutdownGracefully=false\n"
     "enableTopicList=true\n"
-    "kvConfigPath=/root/namesrv/kvConfig.json\n"
+    "kvConfigPath=/srv/nsrv-home/namesrv/kvConfig.json\n"
     "listenPort=9876\n"
     "needWaitForService=false\n"
     "notifyMinBrokerIdChanged=false\n"
@@ -114,7 +114,7 @@ static int setup(void **state) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/nsrv_cfg_load_XXXXXX");
     if (!mkdtemp(tmpdir))
         return -1;
-    setenv("HOME", "/root", 1);
+    setenv("HOME", "/srv/nsrv-home", 1);
     setenv("ROCKETMQ_HOME", "/opt/rocketmq", 1);
     return 0;
 }
@@ -152,7 +152,7 @@ static void test_defaults_match_java(void **state) {
     assert_int_equal(cfg.max_frame_length, 16777216);
     assert_int_equal(cfg.conn_output_limit_bytes, 4194304);
     assert_string_equal(cfg.log_level, "notice");
-    assert_string_equal(cfg.kv_config_path, "/root/namesrv/kvConfig.json");
+    assert_string_equal(cfg.kv_config_path, "/srv/nsrv-home/namesrv/kvConfig.json");
     nsrv_free(got);
     nsrv_free(want);
     nsrv_config_free(&cfg);
@@ -173,10 +173,10 @@ static void test_defaults_match_java(void **state) {
 static void test_home_paths(void **state) {
     (void)state;
     nsrv_config_t cfg;
-    setenv("HOME", "/home/tester/", 1);
+    setenv("HOME", "/srv/tester/", 1);
     nsrv_config_init_defaults(&cfg);
-    assert_string_equal(cfg.kv_config_path, "/home/tester/namesrv/kvConfig.json");
-    assert_string_equal(cfg.config_store_path, "/home/tester/namesrv/namesrv.properties");
+    assert_string_equal(cfg.kv_config_path, "/srv/tester/namesrv/kvConfig.json");
+    assert_string_equal(cfg.config_store_path, "/srv/tester/namesrv/namesrv.properties");
     nsrv_config_free(&cfg);
     /* No $HOME: the passwd entry. */
     unsetenv("HOME");
@@ -186,7 +186,7 @@ static void test_home_paths(void **state) {
     assert_true(n > strlen(suffix));
     assert_string_equal(cfg.kv_config_path + n - strlen(suffix), suffix);
     nsrv_config_free(&cfg);
-    setenv("HOME", "/root", 1);
+    setenv("HOME", "/srv/nsrv-home", 1);
 }
 
 static void test_key_table(void **state) {
@@ -263,7 +263,7 @@ static void expect_bad(const char *line, const char *want_key, const char *want_
         fail_msg("'%s': message [%s] lacks key, value or line", line, err);
     /* Nothing applied: the good line before the bad one is not in effect. */
     assert_string_equal(cfg.product_env_name, "center");
-    assert_string_equal(cfg.config_store_path, "/root/namesrv/namesrv.properties");
+    assert_string_equal(cfg.config_store_path, "/srv/nsrv-home/namesrv/namesrv.properties");
     nsrv_config_free(&cfg);
     nsrv_free(path);
     nsrv_buf_deinit(&text);
@@ -322,7 +322,7 @@ static void test_limits_accepted(void **state) {
     assert_int_equal(cfg.max_frame_length, INT32_MAX);
     assert_string_equal(cfg.bind_address, "127.0.0.1");
     /* load_text does not touch configStorePath. */
-    assert_string_equal(cfg.config_store_path, "/root/namesrv/namesrv.properties");
+    assert_string_equal(cfg.config_store_path, "/srv/nsrv-home/namesrv/namesrv.properties");
     nsrv_config_free(&cfg);
 }
 
