@@ -58,6 +58,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
         return;
     c->closing = true;
     nsrv_server_t *srv = c->srv;
+    srv->out_queued_bytes -= c->out_pending; /* the close drops them */
     HASH_DEL(srv->conn_by_id, c);
     /* Connections we close while shutting down say nothing about the brokers: keep
      * their routes so requests still draining on other connections see the same table. */
@@ -69,7 +70,8 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     else
         nsrv_log_info("SERVER", "connection '%s' closed (%s)", c->peer, why);
     uv_read_stop((uv_stream_t *)&c->tcp);
-    uv_close((uv_handle_t *)&c->tcp, close_cb);
+    if (!c->reset_on_close || uv_tcp_close_reset(&c->tcp, close_cb) != 0)
+        uv_close((uv_handle_t *)&c->tcp, close_cb);
 }
 
 static void set_reading(nsrv_conn_t *c, bool on);
@@ -78,6 +80,7 @@ static void write_cb(uv_write_t *req, int status) {
     write_req_t *w = (write_req_t *)req;
     nsrv_conn_t *c = w->conn;
     c->out_pending -= w->len;
+    nsrv__conn_output_done(c, w->len);
     nsrv_free(w);
     if (c->closing)
         return;
@@ -128,6 +131,7 @@ static void conn_send(nsrv_conn_t *c, const char *data, size_t len) {
         return;
     }
     c->out_pending += rest;
+    nsrv__conn_output_queued(c, rest);
 }
 
 static void flush_out(nsrv_conn_t *c) {

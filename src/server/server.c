@@ -42,16 +42,7 @@ static void scan_cb(uv_timer_t *t) {
 }
 
 static void idle_cb(uv_timer_t *t) {
-    nsrv_server_t *srv = t->data;
-    uint64_t now = nsrv_now_mono_ms();
-    uint64_t idle_ms = (uint64_t)srv->cfg->server_channel_max_idle_time_seconds * 1000u;
-    if (idle_ms == 0)
-        return;
-    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
-        next = c->next;
-        if (!c->closing && c->out_pending == 0 && now - c->last_active_ms >= idle_ms)
-            nsrv__conn_close(c, "idle");
-    }
+    nsrv__conn_idle_sweep(t->data, nsrv_now_mono_ms());
 }
 
 static void listener_cb(uv_stream_t *s, int status) {
@@ -62,7 +53,7 @@ static void listener_cb(uv_stream_t *s, int status) {
     }
     if (srv->shutting_down)
         return;
-    nsrv__conn_accept(srv);
+    nsrv__conn_accept_or_refuse(srv);
 }
 
 static void deadline_cb(uv_timer_t *t) {

@@ -24,12 +24,15 @@ typedef struct nsrv_conn {
     char peer[64];
     nsrv_buf_t in; /* received bytes; [in_off, in.len) not yet consumed */
     size_t in_off;
-    size_t out_pending; /* reply bytes handed to libuv and not yet written */
-    uint64_t last_active_ms;
+    size_t out_pending;        /* reply bytes handed to libuv and not yet written */
+    uint64_t out_queued_total; /* reply bytes ever handed to uv_write (conn_hygiene.c) */
+    uint64_t out_drained_seen; /* of those, written by libuv at the last idle sweep */
+    uint64_t last_active_ms;   /* last byte read or reply byte written */
     bool reading;
     bool closing;
     bool saw_first_byte;
     bool deferred_close;
+    bool reset_on_close;           /* close with RST: the kernel drops unsent bytes too */
     struct nsrv_conn *prev, *next; /* server's connection list */
     UT_hash_handle hh;             /* by id */
 } nsrv_conn_t;
@@ -59,10 +62,20 @@ struct nsrv_server {
     int bound_port;
     uint64_t requests_total;
     uint64_t bad_frames_total;
+    /* Connection hygiene (conn_hygiene.c). */
+    size_t out_queued_bytes;      /* reply bytes queued across all open connections */
+    uint64_t conns_refused_total; /* accepted and closed at maxConnections */
+    uint64_t conns_stalled_total; /* closed: queued replies not drained for the idle time */
+    uint64_t output_shed_total;   /* closed: held the most output past totalOutputLimitBytes */
+    uint64_t refused_logged_ms, shed_logged_ms; /* rate limit of the log lines */
+    uint64_t refused_since_log, shed_since_log;
     /* Status endpoint (status.c). */
     uv_tcp_t status_listener;
     bool status_open;
     size_t status_conns;
+    struct status_conn *status_list; /* oldest first */
+    uv_timer_t status_timer;
+    uint64_t status_timeouts_total, status_evicted_total;
     /* Optional hooks filled by the gossip layer for status output. */
     void (*gossip_status)(void *ud, nsrv_buf_t *out);  /* appends a JSON value */
     void (*gossip_metrics)(void *ud, nsrv_buf_t *out); /* appends Prometheus lines */
@@ -84,6 +97,17 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why);
 /* During shutdown: closes c once it has no partial request and nothing left to write. */
 void nsrv__conn_maybe_finish(nsrv_conn_t *c);
 void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id);
+
+/* conn_hygiene.c */
+/* Listener callback: accepts one connection, or accepts and closes it at maxConnections. */
+void nsrv__conn_accept_or_refuse(nsrv_server_t *srv);
+/* Closes connections that made no progress (no byte read, no reply byte drained) for
+ * serverChannelMaxIdleTimeSeconds; called every second. */
+void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms);
+/* Accounts reply bytes queued on c, then enforces totalOutputLimitBytes. */
+void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes);
+/* Accounts reply bytes written (or dropped at close) on c. */
+void nsrv__conn_output_done(nsrv_conn_t *c, size_t bytes);
 
 /* status.c: binds the status endpoint when statusPort != 0. Returns 0 or a uv error. */
 int nsrv__status_start(nsrv_server_t *srv);

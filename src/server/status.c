@@ -4,9 +4,16 @@
  * (JSON: node, route table, every live broker and where its liveness comes
  * from, gossip peers) and /metrics (Prometheus text). One request per
  * connection; the reply is written and the connection closed. Loop thread.
+ *
+ * Probes must get through while others hold connections open: a connection
+ * has STATUS_REQUEST_MS to send a complete request and STATUS_REPLY_MS in all
+ * to take the reply, and when every slot is taken a new connection evicts the
+ * oldest one that is still waiting for its request with nothing unread in the
+ * kernel (a probe whose request has arrived is never the one evicted).
  */
 #include <inttypes.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "nsrv/alloc.h"
@@ -18,12 +25,19 @@
 #include "nsrv/route.h"
 #include "server_int.h"
 
-/* Enough for monitoring; more concurrent status clients are refused. */
+/* Enough for monitoring; past it the oldest silent connection makes room. */
 #define STATUS_MAX_CONNS 32
+/* A complete request within this time of the accept... */
+#define STATUS_REQUEST_MS 2000
+/* ...and the reply taken within this one, or the connection is closed. */
+#define STATUS_REPLY_MS 10000
+#define STATUS_SWEEP_MS 250
 
-typedef struct {
+typedef struct status_conn {
     uv_tcp_t tcp;
     nsrv_server_t *srv;
+    struct status_conn *prev, *next; /* srv->status_list, newest first */
+    uint64_t accepted_ms;
     char in[NSRV_HTTP_MAX_REQUEST];
     size_t len;
     bool done;
@@ -36,14 +50,22 @@ typedef struct {
 } status_write_t;
 
 static void status_close_cb(uv_handle_t *h) {
-    status_conn_t *c = (status_conn_t *)h;
-    c->srv->status_conns--;
-    nsrv_free(c);
+    nsrv_free(h);
 }
 
+/* Frees the slot at once; the memory goes when libuv is done with the handle. */
 static void status_close(status_conn_t *c) {
-    if (!uv_is_closing((uv_handle_t *)&c->tcp))
-        uv_close((uv_handle_t *)&c->tcp, status_close_cb);
+    if (uv_is_closing((uv_handle_t *)&c->tcp))
+        return;
+    nsrv_server_t *srv = c->srv;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->status_list = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->status_conns--;
+    uv_close((uv_handle_t *)&c->tcp, status_close_cb);
 }
 
 static void status_write_cb(uv_write_t *req, int status) {
@@ -127,10 +149,13 @@ static void build_status(nsrv_server_t *srv, nsrv_buf_t *b) {
     nsrv_buf_printf(b,
                     "{\"node\":{\"version\":\"%s\",\"pid\":%d,\"uptimeMs\":%" PRIu64
                     ",\"listenPort\":%d,\"connections\":%zu,\"shuttingDown\":%s,"
-                    "\"requestsTotal\":%" PRIu64 ",\"badFramesTotal\":%" PRIu64 "},",
+                    "\"requestsTotal\":%" PRIu64 ",\"badFramesTotal\":%" PRIu64
+                    ",\"outputQueuedBytes\":%zu,\"connectionsRefused\":%" PRIu64
+                    ",\"connectionsStalled\":%" PRIu64 ",\"outputLimitResets\":%" PRIu64 "},",
                     NSRV_VERSION, (int)getpid(), now - srv->start_ms, srv->bound_port, srv->n_conns,
                     srv->shutting_down ? "true" : "false", srv->requests_total,
-                    srv->bad_frames_total);
+                    srv->bad_frames_total, srv->out_queued_bytes, srv->conns_refused_total,
+                    srv->conns_stalled_total, srv->output_shed_total);
     nsrv_buf_printf(b,
                     "\"route\":{\"brokers\":%zu,\"routeCacheHits\":%" PRIu64
                     ",\"routeCacheBuilds\":%" PRIu64 ",\"expirePasses\":%" PRIu64
@@ -164,6 +189,20 @@ static void build_metrics(nsrv_server_t *srv, nsrv_buf_t *b) {
                     srv->n_conns, nsrv_route_broker_count(srv->rt), srv->requests_total,
                     srv->bad_frames_total, rs.route_cache_hits, rs.route_cache_builds,
                     rs.brokers_expired);
+    nsrv_buf_printf(b,
+                    "# TYPE nsrvd_output_queued_bytes gauge\nnsrvd_output_queued_bytes %zu\n"
+                    "# TYPE nsrvd_connections_refused_total counter\n"
+                    "nsrvd_connections_refused_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_connections_stalled_total counter\n"
+                    "nsrvd_connections_stalled_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_output_limit_resets_total counter\n"
+                    "nsrvd_output_limit_resets_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_status_timeouts_total counter\n"
+                    "nsrvd_status_timeouts_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_status_evicted_total counter\n"
+                    "nsrvd_status_evicted_total %" PRIu64 "\n",
+                    srv->out_queued_bytes, srv->conns_refused_total, srv->conns_stalled_total,
+                    srv->output_shed_total, srv->status_timeouts_total, srv->status_evicted_total);
     if (srv->gossip_metrics)
         srv->gossip_metrics(srv->gossip_status_ud, b);
 }
@@ -225,18 +264,61 @@ static void status_read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     handle(c, &r);
 }
 
+static bool kernel_has_unread(status_conn_t *c) {
+    uv_os_fd_t fd;
+    int unread = 0;
+    return uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0 && ioctl(fd, FIONREAD, &unread) == 0 &&
+           unread > 0;
+}
+
+/* The oldest connection still waiting for its request with nothing to read, or NULL. */
+static status_conn_t *oldest_silent(nsrv_server_t *srv) {
+    status_conn_t *found = NULL;
+    for (status_conn_t *c = srv->status_list; c; c = c->next)
+        if (!c->done && !kernel_has_unread(c))
+            found = c;
+    return found;
+}
+
+static void status_sweep_cb(uv_timer_t *t) {
+    nsrv_server_t *srv = t->data;
+    uint64_t now = nsrv_now_mono_ms();
+    for (status_conn_t *c = srv->status_list, *next; c; c = next) {
+        next = c->next;
+        uint64_t age = now - c->accepted_ms;
+        if (age >= (c->done ? STATUS_REPLY_MS : STATUS_REQUEST_MS)) {
+            srv->status_timeouts_total++;
+            status_close(c);
+        }
+    }
+}
+
 static void status_listener_cb(uv_stream_t *s, int status) {
     nsrv_server_t *srv = s->data;
     if (status < 0)
         return;
     status_conn_t *c = nsrv_calloc(1, sizeof *c);
     uv_tcp_init(&srv->loop, &c->tcp);
-    c->srv = srv;
-    srv->status_conns++;
-    if (uv_accept(s, (uv_stream_t *)&c->tcp) != 0 || srv->status_conns > STATUS_MAX_CONNS) {
-        status_close(c);
+    if (uv_accept(s, (uv_stream_t *)&c->tcp) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, status_close_cb);
         return;
     }
+    if (srv->status_conns >= STATUS_MAX_CONNS) {
+        status_conn_t *victim = oldest_silent(srv);
+        if (!victim) { /* every slot is answering a request: those end on their own */
+            uv_close((uv_handle_t *)&c->tcp, status_close_cb);
+            return;
+        }
+        srv->status_evicted_total++;
+        status_close(victim);
+    }
+    c->srv = srv;
+    c->accepted_ms = nsrv_now_mono_ms();
+    c->next = srv->status_list;
+    if (c->next)
+        c->next->prev = c;
+    srv->status_list = c;
+    srv->status_conns++;
     uv_read_start((uv_stream_t *)&c->tcp, status_alloc_cb, status_read_cb);
 }
 
@@ -259,6 +341,9 @@ int nsrv__status_start(nsrv_server_t *srv) {
         return rc;
     }
     srv->status_open = true;
+    uv_timer_init(&srv->loop, &srv->status_timer);
+    srv->status_timer.data = srv;
+    uv_timer_start(&srv->status_timer, status_sweep_cb, STATUS_SWEEP_MS, STATUS_SWEEP_MS);
     nsrv_log_notice("SERVER", "status endpoint on http://%s:%d/status", host, cfg->status_port);
     return 0;
 }

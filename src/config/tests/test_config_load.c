@@ -80,6 +80,8 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "logLevel=notice";
     lines[n++] = "maxFrameLength=16777216";
     lines[n++] = "connOutputLimitBytes=4194304";
+    lines[n++] = "maxConnections=10000";
+    lines[n++] = "totalOutputLimitBytes=536870912";
     static const char *const nsrvd_keys[] = {"statusAddress=127.0.0.1",
                                              "statusPort=0",
                                              "gossipEnable=false",
@@ -192,9 +194,9 @@ static void test_home_paths(void **state) {
 static void test_key_table(void **state) {
     (void)state;
     /* 40 Java keys (§2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
-     * 2 status keys and 13 gossip keys. */
-    assert_int_equal(nsrv_config_key_count(), 58);
-    assert_null(nsrv_config_key_name(58));
+     * maxConnections, totalOutputLimitBytes, 2 status keys and 13 gossip keys. */
+    assert_int_equal(nsrv_config_key_count(), 60);
+    assert_null(nsrv_config_key_name(60));
     assert_int_equal(nsrv_config_key_flags("kvConfigPath"), NSRV_CONFIG_PATH);
     assert_int_equal(nsrv_config_key_flags("configBlackList"), NSRV_CONFIG_NOUPDATE);
     assert_int_equal(nsrv_config_key_flags("enableAllTopicList"), NSRV_CONFIG_RUNTIME);

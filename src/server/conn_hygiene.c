@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Connection hygiene: what keeps the memory and sockets that clients can hold
+ * bounded by configuration, whatever the clients do.
+ *
+ *  - Idle: a connection that made no progress for serverChannelMaxIdleTimeSeconds
+ *    is closed, as Java's all-idle handler closes a channel that neither read
+ *    nor completed a write in that time. Progress is a byte read or a byte of
+ *    queued replies drained by the peer, so a peer that stopped reading is idle
+ *    too, however much it still has queued: it is reset (RST), so the kernel
+ *    drops the unsent bytes as well instead of keeping them for an orphan.
+ *  - maxConnections: past it a new connection is accepted and closed at once
+ *    (accepting keeps the kernel backlog from filling and stalling the listener).
+ *  - totalOutputLimitBytes: when the replies queued across all connections pass
+ *    it, the connection holding the most is reset, until under it. The one
+ *    holding the most is the one least likely to be reading (each connection
+ *    already stops being read at connOutputLimitBytes), and a healthy client's
+ *    small queue is never the largest.
+ *
+ * Each limit hit is counted (status page, /metrics) and logged at most every
+ * LOG_EVERY_MS with the count since the last line. Loop thread only.
+ */
+#include <inttypes.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/config.h"
+#include "nsrv/log.h"
+#include "server_int.h"
+
+#define LOG_EVERY_MS 10000
+
+static bool log_due(uint64_t *last_ms, uint64_t now) {
+    if (*last_ms != 0 && now - *last_ms < LOG_EVERY_MS)
+        return false;
+    *last_ms = now;
+    return true;
+}
+
+static void free_cb(uv_handle_t *h) {
+    nsrv_free(h);
+}
+
+void nsrv__conn_accept_or_refuse(nsrv_server_t *srv) {
+    if (srv->n_conns < (size_t)srv->cfg->max_connections) {
+        nsrv__conn_accept(srv);
+        return;
+    }
+    uv_tcp_t *t = nsrv_malloc(sizeof *t);
+    uv_tcp_init(&srv->loop, t);
+    if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)t) == 0) {
+        srv->conns_refused_total++;
+        srv->refused_since_log++;
+        if (log_due(&srv->refused_logged_ms, nsrv_now_mono_ms())) {
+            nsrv_log_warn("SERVER",
+                          "maxConnections=%d reached: %" PRIu64 " new connection(s) refused "
+                          "(%" PRIu64 " in all)",
+                          srv->cfg->max_connections, srv->refused_since_log,
+                          srv->conns_refused_total);
+            srv->refused_since_log = 0;
+        }
+    }
+    uv_close((uv_handle_t *)t, free_cb);
+}
+
+void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
+    uint64_t idle_ms = (uint64_t)srv->cfg->server_channel_max_idle_time_seconds * 1000u;
+    if (idle_ms == 0)
+        return;
+    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->closing)
+            continue;
+        /* libuv lowers the write queue size as the kernel takes bytes, also within a
+         * write request, so a peer draining slowly shows progress here. */
+        uint64_t drained =
+            c->out_queued_total - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
+        if (drained != c->out_drained_seen) {
+            c->out_drained_seen = drained;
+            c->last_active_ms = now_ms;
+            continue;
+        }
+        if (now_ms - c->last_active_ms < idle_ms)
+            continue;
+        if (c->out_pending == 0) {
+            nsrv__conn_close(c, "idle");
+            continue;
+        }
+        srv->conns_stalled_total++;
+        nsrv_log_notice("SERVER",
+                        "connection '%s' drained none of its %zu queued reply bytes in %d s",
+                        c->peer, c->out_pending, srv->cfg->server_channel_max_idle_time_seconds);
+        c->reset_on_close = true;
+        nsrv__conn_close(c, "peer stopped reading");
+    }
+}
+
+static nsrv_conn_t *holding_most_output(nsrv_server_t *srv) {
+    nsrv_conn_t *worst = NULL;
+    for (nsrv_conn_t *c = srv->conns; c; c = c->next)
+        if (!c->closing && c->out_pending > 0 && (!worst || c->out_pending > worst->out_pending))
+            worst = c;
+    return worst;
+}
+
+void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes) {
+    nsrv_server_t *srv = c->srv;
+    c->out_queued_total += bytes;
+    srv->out_queued_bytes += bytes;
+    uint64_t cap = (uint64_t)srv->cfg->total_output_limit_bytes;
+    while (srv->out_queued_bytes > cap) {
+        nsrv_conn_t *worst = holding_most_output(srv);
+        if (!worst)
+            break;
+        srv->output_shed_total++;
+        srv->shed_since_log++;
+        if (log_due(&srv->shed_logged_ms, nsrv_now_mono_ms())) {
+            nsrv_log_warn("SERVER",
+                          "totalOutputLimitBytes=%" PRId64 " reached: %" PRIu64
+                          " connection(s) holding the most queued replies reset (%" PRIu64
+                          " in all), latest '%s' with %zu bytes",
+                          srv->cfg->total_output_limit_bytes, srv->shed_since_log,
+                          srv->output_shed_total, worst->peer, worst->out_pending);
+            srv->shed_since_log = 0;
+        }
+        worst->reset_on_close = true;
+        nsrv__conn_close(worst, "totalOutputLimitBytes reached");
+    }
+}
+
+void nsrv__conn_output_done(nsrv_conn_t *c, size_t bytes) {
+    if (!c->closing) /* a closing connection's bytes left the total at its close */
+        c->srv->out_queued_bytes -= bytes;
+}
