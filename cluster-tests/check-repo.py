@@ -2,6 +2,7 @@
 """Keeps the repository self-contained (ctest ``repo_check``, label ``static``).
 
 Usage: cluster-tests/check-repo.py [REPO_ROOT]   (default: the repository this file is in)
+       cluster-tests/check-repo.py --self-test   (plants each problem in a scratch repository)
 
 Reads every tracked text file and reports, one line each, and exits 1 when any:
 
@@ -93,8 +94,8 @@ def line_of(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
-def main() -> int:
-    root = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else Path(__file__).resolve().parents[1]
+def check(root: Path) -> tuple[int, list[str]]:
+    """Returns (text files read, problems) for the repository at root."""
     self_path = Path(__file__).resolve()
     files = tracked_files(root)
     texts = {}
@@ -164,12 +165,59 @@ def main() -> int:
             else:
                 report(f, text, m.start(), "bare %s%s: say which document (e.g. proto/route.md %s3)" % (SECTION, m.group(1), SECTION))
 
+    return len(texts), problems
+
+
+SELF_TEST_FILES = {
+    "proto/a.md": "# A\n\n## 1. One\n\n### 1.2 Sub\n\nSee " + SECTION + "1.2 and " + SECTION + "3.\n",
+    "src/ok.c": "/* proto/a.md " + SECTION + "1, " + SECTION + "1.2 step 4 and\n * " + SECTION + "1.2. */\n",
+    "src/bad.c": "/* spec " + SECTION + "1.2; a.md " + SECTION + "9; " + SECTION + "1 alone; "
+    + "rocketmq-" + "protocol.md */\n",
+    "tests/paths.py": "BIN = '/" + "work/main/build/x'  # not $work/home/y\n",
+}
+SELF_TEST_EXPECT = [
+    "proto/a.md:7: cites its own " + SECTION + "3",
+    "src/bad.c:1: cites a document outside the repository",
+    "src/bad.c:1: names a document outside the repository",
+    "src/bad.c:1: cites proto/a.md " + SECTION + "9",
+    "src/bad.c:1: bare " + SECTION + "1",
+    "tests/paths.py:1: absolute machine path",
+]
+
+
+def self_test() -> int:
+    """Plants one of each problem in a scratch repository and checks each is found, once."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        for name, text in SELF_TEST_FILES.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        subprocess.run(["git", "-C", d, "init", "-q"], check=True)
+        subprocess.run(["git", "-C", d, "add", "-A"], check=True)
+        _, problems = check(root)
+    missing = [e for e in SELF_TEST_EXPECT if not any(p.startswith(e) for p in problems)]
+    extra = [p for p in problems if not any(p.startswith(e) for e in SELF_TEST_EXPECT)]
+    for m in missing:
+        print("self-test: not found: " + m)
+    for x in extra:
+        print("self-test: unexpected: " + x)
+    return 1 if missing or extra else 0
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    if args and args[0] == "--self-test":
+        return self_test()
+    root = Path(args[0]).resolve() if args else Path(__file__).resolve().parents[1]
+    nfiles, problems = check(root)
     for p in problems:
         print(p)
     if problems:
         print("check-repo: %d problem(s)" % len(problems))
         return 1
-    print("check-repo: %d files, no problems" % len(texts))
+    print("check-repo: %d files, no problems" % nfiles)
     return 0
 
 
