@@ -34,6 +34,15 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * pulse --ns A --topic T --interval MS --duration S [--poll MS]
  *     one message every interval; one line per send: "PULSE epochMillis OK brokerName" or
  *     "PULSE epochMillis FAIL reason"; --poll is the route polling period
+ * stream-produce --ns A --topic T --interval MS --duration S [--poll MS]
+ *     message "s-i" every interval (i = 0, 1, ...); "ACK i" once the broker stored it,
+ *     "NACK i reason" otherwise (the chaos suite counts them against what arrives)
+ * stream-consume --ns A --topic T --group G --duration S [--poll MS]
+ *     push consumer from the first offset; "RECV body" for every delivery (duplicates too)
+ * routepoll --ns A --topic T --interval MS --duration S
+ *     asks the NameServers for the route of T through the client's own remoting layer (which
+ *     picks a NameServer and moves on after a failure, and in 5.x follows GO_AWAY) every
+ *     interval; "FAIL epochMillis reason" per failed request, "ROUTEPOLL ok=.. failed=.." at the end
  * </pre>
  *
  * The process exits with System.exit without shutting the client down: the client's
@@ -56,6 +65,12 @@ public final class CompatClient {
             rc = consume(opt);
         } else if ("pulse".equals(cmd)) {
             rc = pulse(opt);
+        } else if ("stream-produce".equals(cmd)) {
+            rc = streamProduce(opt);
+        } else if ("stream-consume".equals(cmd)) {
+            rc = streamConsume(opt);
+        } else if ("routepoll".equals(cmd)) {
+            rc = routePoll(opt);
         } else {
             usage();
             rc = 2;
@@ -233,6 +248,98 @@ public final class CompatClient {
                 Thread.sleep(sleep);
             }
         }
+        return 0;
+    }
+
+    private static int streamProduce(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        int interval = num(opt, "interval", 50);
+        long until = System.currentTimeMillis() + 1000L * num(opt, "duration", 600);
+        DefaultMQProducer p = startProducer(opt);
+        System.out.println("READY");
+        System.out.flush();
+        for (int i = 0; System.currentTimeMillis() < until; i++) {
+            long t = System.currentTimeMillis();
+            Message m = new Message(topic, "TagA", ("s-" + i).getBytes("UTF-8"));
+            try {
+                SendResult r = p.send(m);
+                System.out.println((r.getSendStatus() == SendStatus.SEND_OK ? "ACK " : "NACK ") + i
+                    + (r.getSendStatus() == SendStatus.SEND_OK ? "" : " " + r.getSendStatus()));
+            } catch (Exception e) {
+                System.out.println("NACK " + i + " " + oneLine(e));
+            }
+            System.out.flush();
+            long sleep = interval - (System.currentTimeMillis() - t);
+            if (sleep > 0) {
+                Thread.sleep(sleep);
+            }
+        }
+        return 0;
+    }
+
+    private static int streamConsume(Map<String, String> opt) throws Exception {
+        DefaultMQPushConsumer c = new DefaultMQPushConsumer(need(opt, "group"));
+        c.setNamesrvAddr(need(opt, "ns"));
+        c.setInstanceName("chaos-" + System.nanoTime());
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.setPollNameServerInterval(num(opt, "poll", 30000));
+        c.subscribe(need(opt, "topic"), "*");
+        c.registerMessageListener(new MessageListenerConcurrently() {
+            @Override
+            public ConsumeConcurrentlyStatus consumeMessage(List<MessageExt> msgs,
+                org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext ctx) {
+                synchronized (System.out) {
+                    for (MessageExt m : msgs) {
+                        System.out.println("RECV " + new String(m.getBody()));
+                    }
+                    System.out.flush();
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            }
+        });
+        c.start();
+        System.out.println("READY");
+        System.out.flush();
+        Thread.sleep(1000L * num(opt, "duration", 600));
+        return 0;
+    }
+
+    private static int routePoll(Map<String, String> opt) throws Exception {
+        String topic = need(opt, "topic");
+        int interval = num(opt, "interval", 10);
+        long until = System.currentTimeMillis() + 1000L * num(opt, "duration", 60);
+        DefaultMQProducer p = startProducer(opt);
+        // The client factory's getter is getmQClientFactory in 4.x and getMqClientFactory in 5.x.
+        Object impl = p.getDefaultMQProducerImpl();
+        java.lang.reflect.Method getter;
+        try {
+            getter = impl.getClass().getMethod("getMqClientFactory");
+        } catch (NoSuchMethodException e) {
+            getter = impl.getClass().getMethod("getmQClientFactory");
+        }
+        org.apache.rocketmq.client.impl.factory.MQClientInstance f =
+            (org.apache.rocketmq.client.impl.factory.MQClientInstance) getter.invoke(impl);
+        org.apache.rocketmq.client.impl.MQClientAPIImpl api = f.getMQClientAPIImpl();
+        System.out.println("READY");
+        System.out.flush();
+        int ok = 0;
+        int failed = 0;
+        while (System.currentTimeMillis() < until) {
+            long t = System.currentTimeMillis();
+            try {
+                api.getTopicRouteInfoFromNameServer(topic, 3000);
+                ok++;
+            } catch (Exception e) {
+                failed++;
+                System.out.println("FAIL " + t + " " + oneLine(e));
+                System.out.flush();
+            }
+            long sleep = interval - (System.currentTimeMillis() - t);
+            if (sleep > 0) {
+                Thread.sleep(sleep);
+            }
+        }
+        System.out.println("ROUTEPOLL ok=" + ok + " failed=" + failed);
         return 0;
     }
 
