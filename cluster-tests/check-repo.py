@@ -67,6 +67,7 @@ DOC_CITE = re.compile(
 )
 MORE = re.compile(r"(" + NUM + r")")
 ANY_SECTION = re.compile(SECTION + r" ?(" + NUM + r")")
+ISSUE_CITE = re.compile(r"\bissue\s+\d+\s+" + SECTION + r" ?" + NUM, re.I)
 HEADING = re.compile(r"^#{1,6}[ \t]+(" + NUM + r")\.?[ \t]", re.M)
 
 
@@ -155,6 +156,9 @@ def check(root: Path) -> tuple[int, list[str]]:
             for n in nums:
                 if n not in sections[target]:
                     report(f, text, m.start(), "cites %s %s%s, which has no such section" % (target, SECTION, n))
+        # "issue 7 §1": a section of a project issue, which lives in the issue tracker.
+        for m in ISSUE_CITE.finditer(text):
+            covered.update(range(m.start(), m.end()))
         own = sections.get(f)
         for m in ANY_SECTION.finditer(text):
             if m.start() in covered:
@@ -173,7 +177,7 @@ SELF_TEST_FILES = {
     "src/ok.c": "/* proto/a.md " + SECTION + "1, " + SECTION + "1.2 step 4 and\n * " + SECTION + "1.2. */\n",
     "src/bad.c": "/* spec " + SECTION + "1.2; a.md " + SECTION + "9; " + SECTION + "1 alone; "
     + "rocketmq-" + "protocol.md */\n",
-    "tests/paths.py": "BIN = '/" + "work/main/build/x'  # not $work/home/y\n",
+    "tests/paths.py": "BIN = '/" + "work/main/build/x'  # not $work/home/y, issue 7 " + SECTION + "1\n",
 }
 SELF_TEST_EXPECT = [
     "proto/a.md:7: cites its own " + SECTION + "3",
