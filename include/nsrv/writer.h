@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The durable writer: crash-safe file rewrites (src/base/fileio.c) done on a
+ * thread of their own, so a slow disk never holds up the event loop, with
+ * group commit: every change requested while a file's previous write is on
+ * its way is folded into that file's next write.
+ *
+ * The loop thread keeps the data (the KV table, the config) and owns it; when
+ * a write starts, the file's snapshot function takes a private copy (cheap:
+ * plain memory copies), which the writer thread encodes and writes. Each
+ * request's callback runs on the loop thread once a write that includes it is
+ * on disk (rc 0) or has failed (-errno): a caller answers its client from
+ * there, never before the data is durable.
+ *
+ * Order: writes of one file happen one at a time, in request order; callbacks
+ * of one write run in request order; a later write of a file completes after
+ * an earlier one. Files share the one thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "nsrv/buf.h"
+
+typedef struct nsrv_writer nsrv_writer_t;
+typedef struct nsrv_wfile nsrv_wfile_t;
+
+/* A private copy of a file's content, taken on the loop thread. */
+typedef struct {
+    void *data;
+    /* Appends the file's bytes to out. Runs on the writer thread. */
+    void (*encode)(void *data, nsrv_buf_t *out);
+    /* Frees data. Runs on the writer thread (or the loop thread at destroy). */
+    void (*release)(void *data);
+} nsrv_wsnap_t;
+
+/* Takes a snapshot of the current content. Loop thread. */
+typedef nsrv_wsnap_t (*nsrv_wsnap_fn_t)(void *ud);
+
+/* The outcome of a requested write: 0 once durable, or -errno. Loop thread. */
+typedef void (*nsrv_wdone_fn_t)(void *ud, int rc);
+
+/* Starts the writer thread. Callbacks run on loop. Never NULL (aborts on failure). */
+nsrv_writer_t *nsrv_writer_create(uv_loop_t *loop);
+
+/*
+ * Adds a file written at path (copied) with a ".bak" of its previous content
+ * when keep_bak; snap takes its content. Loop thread, before any request.
+ */
+nsrv_wfile_t *nsrv_writer_add_file(nsrv_writer_t *w, const char *path, bool keep_bak,
+                                   nsrv_wsnap_fn_t snap, void *snap_ud);
+
+/*
+ * Asks for f's current content to be made durable. done (may be NULL) runs
+ * later, never from inside this call. The snapshot is taken at the start of
+ * the next loop turn, or when f's write in progress ends, so a burst of
+ * requests shares one write.
+ */
+void nsrv_writer_request(nsrv_wfile_t *f, nsrv_wdone_fn_t done, void *done_ud);
+
+/* True when no write is queued, running, or waiting to report. */
+bool nsrv_writer_idle(const nsrv_writer_t *w);
+
+/* Runs the loop until nsrv_writer_idle: for shutdown, after the last connection closed. */
+void nsrv_writer_drain(nsrv_writer_t *w);
+
+/* Counters for the status page: writes done, and requests they satisfied. */
+uint64_t nsrv_writer_writes(const nsrv_writer_t *w);
+uint64_t nsrv_writer_requests(const nsrv_writer_t *w);
+
+/*
+ * Stops the thread (after the write in progress, if any) and closes the
+ * loop handles; pending callbacks are dropped, so drain first. The memory
+ * is freed by the handles' close callbacks: run the loop once more after.
+ * Accepts NULL and *w == NULL; sets *w to NULL.
+ */
+void nsrv_writer_destroy(nsrv_writer_t **w);

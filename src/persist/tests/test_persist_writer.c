@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for src/persist/writer.c, the group-commit durable writer:
+ * requests made during a write are coalesced into the next one, no callback
+ * runs before its data is on disk, a failed write reports its error to every
+ * request it carried, and callbacks and writes keep request order. The
+ * writer thread is held inside a write with nsrv_file_crash_hook, which runs
+ * between the temp file's fsync and the rename.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "nsrv/alloc.h"
+#include "nsrv/fileio.h"
+#include "nsrv/writer.h"
+
+/* The data a test "persists": a version number, rendered as "v<version>". */
+typedef struct {
+    int version;
+    int snapshots; /* snapshot calls */
+} model_t;
+
+typedef struct {
+    char dir[64];
+    char path[128];
+    uv_loop_t loop;
+    nsrv_writer_t *w;
+    model_t model;
+} fixture_t;
+
+/* What the writer thread's hook does: block until released, or fail. */
+static uv_sem_t hook_entered, hook_release;
+static atomic_int hook_mode; /* 0 off, 1 block once, 2 fail with -EIO once */
+
+static int hook(const char *tmp) {
+    (void)tmp;
+    int mode = atomic_exchange(&hook_mode, 0);
+    if (mode == 1) {
+        uv_sem_post(&hook_entered);
+        uv_sem_wait(&hook_release);
+    }
+    return mode == 2 ? -EIO : 0;
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static void encode_text(void *data, nsrv_buf_t *out) {
+    nsrv_buf_append_c(out, data);
+}
+
+static nsrv_wsnap_t snap_model(void *ud) {
+    model_t *m = ud;
+    m->snapshots++;
+    char *text = nsrv_malloc(32);
+    snprintf(text, 32, "v%d", m->version);
+    return (nsrv_wsnap_t){text, encode_text, nsrv_free};
+}
+
+static int setup(void **state) {
+    fixture_t *f = calloc(1, sizeof *f);
+    strcpy(f->dir, "/tmp/nsrv-writer-XXXXXX");
+    if (!mkdtemp(f->dir))
+        return -1;
+    snprintf(f->path, sizeof f->path, "%s/kv.json", f->dir);
+    uv_loop_init(&f->loop);
+    f->w = nsrv_writer_create(&f->loop);
+    uv_sem_init(&hook_entered, 0);
+    uv_sem_init(&hook_release, 0);
+    atomic_store(&hook_mode, 0);
+    nsrv_file_crash_hook = hook;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture_t *f = *state;
+    nsrv_writer_drain(f->w);
+    nsrv_writer_destroy(&f->w);
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    nsrv_file_crash_hook = NULL;
+    uv_sem_destroy(&hook_entered);
+    uv_sem_destroy(&hook_release);
+    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+static char *read_text(const char *path) {
+    char *data = NULL;
+    size_t len = 0;
+    if (nsrv_file_read_all(path, 1 << 20, &data, &len) != 0)
+        return NULL;
+    return data;
+}
+
+/* One request's outcome, with what the file held when the callback ran. */
+typedef struct {
+    int order[64];
+    int rc[64];
+    char seen[64][16];
+    int n;
+    const char *path;
+} log_t;
+
+typedef struct {
+    log_t *log;
+    int id;
+} req_t;
+
+static void on_done(void *ud, int rc) {
+    req_t *r = ud;
+    log_t *l = r->log;
+    l->order[l->n] = r->id;
+    l->rc[l->n] = rc;
+    char *text = read_text(l->path);
+    snprintf(l->seen[l->n], sizeof l->seen[0], "%s", text ? text : "(none)");
+    nsrv_free(text);
+    l->n++;
+}
+
+/* Starts the first write and waits until the writer thread is inside it. */
+static void start_blocked_write(fixture_t *f, nsrv_wfile_t *wf, req_t *r) {
+    atomic_store(&hook_mode, 1);
+    nsrv_writer_request(wf, on_done, r);
+    uv_run(&f->loop, UV_RUN_NOWAIT); /* the next loop turn takes the snapshot */
+    uv_sem_wait(&hook_entered);
+}
+
+static void test_burst_during_a_write_is_one_more_write(void **state) {
+    fixture_t *f = *state;
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
+    log_t log = {.path = f->path};
+    req_t reqs[11];
+    for (int i = 0; i < 11; i++)
+        reqs[i] = (req_t){&log, i};
+
+    f->model.version = 1;
+    start_blocked_write(f, wf, &reqs[0]);
+    for (int i = 1; i < 11; i++) {
+        f->model.version = 1 + i;
+        nsrv_writer_request(wf, on_done, &reqs[i]);
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+    }
+    /* Still one snapshot: the ten wait for the write in progress to end. */
+    assert_int_equal(f->model.snapshots, 1);
+    assert_int_equal(log.n, 0);
+    uv_sem_post(&hook_release);
+    nsrv_writer_drain(f->w);
+
+    assert_int_equal(f->model.snapshots, 2);
+    assert_int_equal(nsrv_writer_writes(f->w), 2);
+    assert_int_equal(nsrv_writer_requests(f->w), 11);
+    assert_int_equal(log.n, 11);
+    for (int i = 0; i < 11; i++) {
+        assert_int_equal(log.order[i], i);
+        assert_int_equal(log.rc[i], 0);
+    }
+    assert_string_equal(log.seen[0], "v1");
+    assert_string_equal(log.seen[10], "v11");
+    char *text = read_text(f->path);
+    assert_string_equal(text, "v11");
+    nsrv_free(text);
+    /* .bak keeps the content before the last write, as Java does. */
+    char bak[160];
+    snprintf(bak, sizeof bak, "%s.bak", f->path);
+    text = read_text(bak);
+    assert_string_equal(text, "v1");
+    nsrv_free(text);
+}
+
+static void test_requests_in_one_loop_turn_share_a_write(void **state) {
+    fixture_t *f = *state;
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, false, snap_model, &f->model);
+    log_t log = {.path = f->path};
+    req_t reqs[5];
+    for (int i = 0; i < 5; i++) {
+        reqs[i] = (req_t){&log, i};
+        f->model.version = 10 + i;
+        nsrv_writer_request(wf, on_done, &reqs[i]);
+    }
+    assert_int_equal(f->model.snapshots, 0); /* nothing is copied inside the request */
+    nsrv_writer_drain(f->w);
+    assert_int_equal(f->model.snapshots, 1);
+    assert_int_equal(nsrv_writer_writes(f->w), 1);
+    assert_int_equal(log.n, 5);
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(log.seen[i], "v14");
+}
+
+static void test_no_callback_before_the_data_is_on_disk(void **state) {
+    fixture_t *f = *state;
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
+    log_t log = {.path = f->path};
+    req_t r = {&log, 0};
+    f->model.version = 7;
+    start_blocked_write(f, wf, &r);
+    /* The temp file is written and synced, the rename has not happened. */
+    for (int i = 0; i < 20; i++) {
+        uv_run(&f->loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    assert_int_equal(log.n, 0);
+    assert_null(read_text(f->path));
+    uv_sem_post(&hook_release);
+    nsrv_writer_drain(f->w);
+    assert_int_equal(log.n, 1);
+    assert_int_equal(log.rc[0], 0);
+    assert_string_equal(log.seen[0], "v7");
+}
+
+static void test_failure_reaches_every_request_of_the_write(void **state) {
+    fixture_t *f = *state;
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
+    log_t log = {.path = f->path};
+    req_t reqs[4];
+    for (int i = 0; i < 4; i++)
+        reqs[i] = (req_t){&log, i};
+    atomic_store(&hook_mode, 2);
+    f->model.version = 1;
+    for (int i = 0; i < 3; i++)
+        nsrv_writer_request(wf, on_done, &reqs[i]);
+    nsrv_writer_drain(f->w);
+    assert_int_equal(log.n, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(log.rc[i], -EIO);
+    assert_null(read_text(f->path));
+    /* The next request writes again, and succeeds. */
+    nsrv_writer_request(wf, on_done, &reqs[3]);
+    nsrv_writer_drain(f->w);
+    assert_int_equal(log.n, 4);
+    assert_int_equal(log.rc[3], 0);
+    assert_string_equal(log.seen[3], "v1");
+}
+
+static void test_unwritable_path_reports_errno(void **state) {
+    fixture_t *f = *state;
+    char blocker[160], path[200];
+    snprintf(blocker, sizeof blocker, "%s/plain", f->dir);
+    snprintf(path, sizeof path, "%s/sub/kv.json", blocker);
+    assert_int_equal(nsrv_file_write_atomic(blocker, "x", 1, false), 0);
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, path, true, snap_model, &f->model);
+    log_t log = {.path = path};
+    req_t r = {&log, 0};
+    nsrv_writer_request(wf, on_done, &r);
+    nsrv_writer_drain(f->w);
+    assert_int_equal(log.n, 1);
+    assert_int_equal(log.rc[0], -ENOTDIR);
+}
+
+/* Two files: each file's callbacks in request order; a file's writes never overlap. */
+static void test_order_across_files_and_writes(void **state) {
+    fixture_t *f = *state;
+    char path2[160];
+    snprintf(path2, sizeof path2, "%s/conf.properties", f->dir);
+    model_t m2 = {.version = 100};
+    nsrv_wfile_t *a = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
+    nsrv_wfile_t *b = nsrv_writer_add_file(f->w, path2, true, snap_model, &m2);
+    log_t la = {.path = f->path}, lb = {.path = path2};
+    req_t ra[30], rb[30];
+    for (int i = 0; i < 30; i++) {
+        ra[i] = (req_t){&la, i};
+        rb[i] = (req_t){&lb, i};
+        f->model.version = i;
+        m2.version = 100 + i;
+        nsrv_writer_request(a, on_done, &ra[i]);
+        nsrv_writer_request(b, on_done, &rb[i]);
+        if (i % 3 == 0)
+            uv_run(&f->loop, UV_RUN_NOWAIT);
+    }
+    nsrv_writer_drain(f->w);
+    assert_int_equal(la.n, 30);
+    assert_int_equal(lb.n, 30);
+    int last_a = -1, last_b = -1;
+    for (int i = 0; i < 30; i++) {
+        assert_int_equal(la.order[i], i);
+        assert_int_equal(lb.order[i], i);
+        /* What a request sees on disk is at least as new as the request itself. */
+        int va = atoi(la.seen[i] + 1), vb = atoi(lb.seen[i] + 1);
+        assert_true(va >= i && va >= last_a);
+        assert_true(vb >= 100 + i && vb >= last_b);
+        last_a = va;
+        last_b = vb;
+    }
+    assert_int_equal(last_a, 29);
+    assert_int_equal(last_b, 129);
+    assert_true(nsrv_writer_writes(f->w) < 60);
+}
+
+static void test_request_without_callback_is_still_written(void **state) {
+    fixture_t *f = *state;
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, false, snap_model, &f->model);
+    f->model.version = 3;
+    nsrv_writer_request(wf, NULL, NULL);
+    assert_false(nsrv_writer_idle(f->w));
+    nsrv_writer_drain(f->w);
+    assert_true(nsrv_writer_idle(f->w));
+    char *text = read_text(f->path);
+    assert_string_equal(text, "v3");
+    nsrv_free(text);
+}
+
+/* A loop with only an idle writer has nothing to wait for: uv_run returns. */
+static void test_idle_writer_keeps_no_loop_alive(void **state) {
+    fixture_t *f = *state;
+    nsrv_writer_add_file(f->w, f->path, false, snap_model, &f->model);
+    assert_int_equal(uv_run(&f->loop, UV_RUN_DEFAULT), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_burst_during_a_write_is_one_more_write, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_requests_in_one_loop_turn_share_a_write, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_no_callback_before_the_data_is_on_disk, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_failure_reaches_every_request_of_the_write, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unwritable_path_reports_errno, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_order_across_files_and_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_without_callback_is_still_written, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_idle_writer_keeps_no_loop_alive, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

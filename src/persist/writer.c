@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The durable writer (include/nsrv/writer.h): one thread that encodes and
+ * writes snapshots, and the loop-side bookkeeping that folds a burst of
+ * requests into one write per file (group commit).
+ *
+ * Threads: everything here runs on the loop thread except writer_main and
+ * run_job. They share only the two job lists and the stop flag, under mu;
+ * a job belongs to the writer thread from the moment it is queued until it
+ * is on the done list, and its file's path and keep_bak never change.
+ */
+#include "nsrv/writer.h"
+
+#include "nsrv/alloc.h"
+#include "nsrv/common.h"
+#include "nsrv/fileio.h"
+
+typedef struct waiter {
+    struct waiter *next;
+    nsrv_wdone_fn_t done;
+    void *ud;
+} waiter_t;
+
+/* A FIFO of waiters; callbacks run in request order. */
+typedef struct {
+    waiter_t *head;
+    waiter_t **tail;
+    size_t n;
+} waiters_t;
+
+struct nsrv_wfile {
+    nsrv_wfile_t *next;
+    nsrv_writer_t *w;
+    char *path;
+    bool keep_bak;
+    nsrv_wsnap_fn_t snap;
+    void *snap_ud;
+    waiters_t pending; /* requests not yet in a write */
+    bool dirty;        /* pending is non-empty: a write must follow */
+    bool busy;         /* a job of this file is queued, running or reporting */
+};
+
+typedef struct job {
+    struct job *next;
+    nsrv_wfile_t *f;
+    nsrv_wsnap_t snap;
+    waiters_t waiters;
+    int rc;
+} job_t;
+
+typedef struct {
+    job_t *head;
+    job_t **tail;
+} jobs_t;
+
+struct nsrv_writer {
+    uv_loop_t *loop;
+    uv_async_t async; /* writer thread -> loop: jobs are done */
+    uv_idle_t kick;   /* next loop turn: start writes of dirty files */
+    uv_thread_t thread;
+    uv_mutex_t mu;
+    uv_cond_t cv;
+    jobs_t todo; /* under mu */
+    jobs_t done; /* under mu */
+    bool stop;   /* under mu */
+    nsrv_wfile_t *files;
+    size_t busy_files;
+    uint64_t writes;
+    uint64_t requests;
+    int open_handles;
+};
+
+static void waiters_init(waiters_t *q) {
+    q->head = NULL;
+    q->tail = &q->head;
+    q->n = 0;
+}
+
+static void jobs_init(jobs_t *q) {
+    q->head = NULL;
+    q->tail = &q->head;
+}
+
+static void jobs_push(jobs_t *q, job_t *j) {
+    j->next = NULL;
+    *q->tail = j;
+    q->tail = &j->next;
+}
+
+static job_t *jobs_take_all(jobs_t *q) {
+    job_t *all = q->head;
+    jobs_init(q);
+    return all;
+}
+
+static void run_job(job_t *j) {
+    nsrv_buf_t text = NSRV_BUF_INIT;
+    j->snap.encode(j->snap.data, &text);
+    j->rc = nsrv_file_write_atomic(j->f->path, text.data, text.len, j->f->keep_bak);
+    nsrv_buf_deinit(&text);
+    j->snap.release(j->snap.data);
+    j->snap.data = NULL;
+}
+
+static void writer_main(void *arg) {
+    nsrv_writer_t *w = arg;
+    uv_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->todo.head && !w->stop)
+            uv_cond_wait(&w->cv, &w->mu);
+        if (w->stop)
+            break; /* queued jobs are released by destroy */
+        job_t *j = w->todo.head;
+        w->todo.head = j->next;
+        if (!w->todo.head)
+            w->todo.tail = &w->todo.head;
+        uv_mutex_unlock(&w->mu);
+        run_job(j);
+        uv_mutex_lock(&w->mu);
+        jobs_push(&w->done, j);
+        uv_async_send(&w->async);
+    }
+    uv_mutex_unlock(&w->mu);
+}
+
+/* Snapshots f now and hands the write, with every request so far, to the thread. */
+static void start_job(nsrv_wfile_t *f) {
+    nsrv_writer_t *w = f->w;
+    job_t *j = nsrv_calloc(1, sizeof *j);
+    j->f = f;
+    j->snap = f->snap(f->snap_ud);
+    j->waiters = f->pending;
+    if (!j->waiters.head)
+        j->waiters.tail = &j->waiters.head;
+    waiters_init(&f->pending);
+    f->dirty = false;
+    f->busy = true;
+    /* The loop stays alive while a write is out, and only then. */
+    if (w->busy_files++ == 0)
+        uv_ref((uv_handle_t *)&w->async);
+    uv_mutex_lock(&w->mu);
+    jobs_push(&w->todo, j);
+    uv_cond_signal(&w->cv);
+    uv_mutex_unlock(&w->mu);
+}
+
+static void kick_cb(uv_idle_t *h) {
+    nsrv_writer_t *w = h->data;
+    uv_idle_stop(h);
+    for (nsrv_wfile_t *f = w->files; f; f = f->next) {
+        if (f->dirty && !f->busy)
+            start_job(f);
+    }
+}
+
+static void finish_job(nsrv_writer_t *w, job_t *j) {
+    nsrv_wfile_t *f = j->f;
+    f->busy = false;
+    if (--w->busy_files == 0)
+        uv_unref((uv_handle_t *)&w->async);
+    w->writes++;
+    w->requests += j->waiters.n;
+    for (waiter_t *x = j->waiters.head, *next; x; x = next) {
+        next = x->next;
+        if (x->done)
+            x->done(x->ud, j->rc);
+        nsrv_free(x);
+    }
+    nsrv_free(j);
+    /* What arrived during this write goes out now, as one write. */
+    if (f->dirty && !f->busy)
+        start_job(f);
+}
+
+static void async_cb(uv_async_t *h) {
+    nsrv_writer_t *w = h->data;
+    uv_mutex_lock(&w->mu);
+    job_t *all = jobs_take_all(&w->done);
+    uv_mutex_unlock(&w->mu);
+    for (job_t *j = all, *next; j; j = next) {
+        next = j->next;
+        finish_job(w, j);
+    }
+}
+
+nsrv_writer_t *nsrv_writer_create(uv_loop_t *loop) {
+    nsrv_writer_t *w = nsrv_calloc(1, sizeof *w);
+    w->loop = loop;
+    jobs_init(&w->todo);
+    jobs_init(&w->done);
+    NSRV_REQUIRE(uv_mutex_init(&w->mu) == 0);
+    NSRV_REQUIRE(uv_cond_init(&w->cv) == 0);
+    NSRV_REQUIRE(uv_async_init(loop, &w->async, async_cb) == 0);
+    w->async.data = w;
+    uv_unref((uv_handle_t *)&w->async);
+    uv_idle_init(loop, &w->kick);
+    w->kick.data = w;
+    w->open_handles = 2;
+    NSRV_REQUIRE(uv_thread_create(&w->thread, writer_main, w) == 0);
+    return w;
+}
+
+nsrv_wfile_t *nsrv_writer_add_file(nsrv_writer_t *w, const char *path, bool keep_bak,
+                                   nsrv_wsnap_fn_t snap, void *snap_ud) {
+    nsrv_wfile_t *f = nsrv_calloc(1, sizeof *f);
+    f->w = w;
+    f->path = nsrv_strdup(path);
+    f->keep_bak = keep_bak;
+    f->snap = snap;
+    f->snap_ud = snap_ud;
+    waiters_init(&f->pending);
+    f->next = w->files;
+    w->files = f;
+    return f;
+}
+
+void nsrv_writer_request(nsrv_wfile_t *f, nsrv_wdone_fn_t done, void *done_ud) {
+    waiter_t *x = nsrv_calloc(1, sizeof *x);
+    x->done = done;
+    x->ud = done_ud;
+    *f->pending.tail = x;
+    f->pending.tail = &x->next;
+    f->pending.n++;
+    f->dirty = true;
+    if (!f->busy)
+        uv_idle_start(&f->w->kick, kick_cb);
+}
+
+bool nsrv_writer_idle(const nsrv_writer_t *w) {
+    for (const nsrv_wfile_t *f = w->files; f; f = f->next) {
+        if (f->dirty || f->busy)
+            return false;
+    }
+    return true;
+}
+
+void nsrv_writer_drain(nsrv_writer_t *w) {
+    while (!nsrv_writer_idle(w))
+        uv_run(w->loop, UV_RUN_ONCE);
+}
+
+uint64_t nsrv_writer_writes(const nsrv_writer_t *w) {
+    return w->writes;
+}
+
+uint64_t nsrv_writer_requests(const nsrv_writer_t *w) {
+    return w->requests;
+}
+
+static void free_waiters(waiters_t *q) {
+    for (waiter_t *x = q->head, *next; x; x = next) {
+        next = x->next;
+        nsrv_free(x);
+    }
+    waiters_init(q);
+}
+
+static void free_jobs(job_t *j) {
+    for (job_t *next; j; j = next) {
+        next = j->next;
+        if (j->snap.data)
+            j->snap.release(j->snap.data);
+        free_waiters(&j->waiters);
+        nsrv_free(j);
+    }
+}
+
+static void handle_closed(uv_handle_t *h) {
+    nsrv_writer_t *w = h->data;
+    if (--w->open_handles == 0)
+        nsrv_free(w);
+}
+
+void nsrv_writer_destroy(nsrv_writer_t **wp) {
+    if (!wp || !*wp)
+        return;
+    nsrv_writer_t *w = *wp;
+    *wp = NULL;
+    uv_mutex_lock(&w->mu);
+    w->stop = true;
+    uv_cond_signal(&w->cv);
+    uv_mutex_unlock(&w->mu);
+    uv_thread_join(&w->thread);
+    free_jobs(jobs_take_all(&w->todo));
+    free_jobs(jobs_take_all(&w->done));
+    for (nsrv_wfile_t *f = w->files, *next; f; f = next) {
+        next = f->next;
+        free_waiters(&f->pending);
+        nsrv_free(f->path);
+        nsrv_free(f);
+    }
+    uv_mutex_destroy(&w->mu);
+    uv_cond_destroy(&w->cv);
+    uv_close((uv_handle_t *)&w->async, handle_closed);
+    uv_close((uv_handle_t *)&w->kick, handle_closed);
+}
