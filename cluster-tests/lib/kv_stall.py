@@ -4,8 +4,10 @@
 One writer process stores a big value (default 4 MiB) with PUT_KV_CONFIG, then pipelines
 small PUT_KV_CONFIG requests on the same connection (default 1000 entries in all) and waits
 for every reply. Meanwhile reader processes, each on its own connection, send
-GET_ROUTEINFO_BY_TOPIC one at a time and time every round trip. The readers are separate
-processes, so the writer's client-side work never delays their clocks.
+GET_ROUTEINFO_BY_TOPIC one at a time on a fixed schedule (one every 2 ms) and time every
+round trip from the moment it was due, so a query that could not even be sent because the
+previous one was stalled counts as stalled too (no coordinated omission). The readers are
+separate processes, so the writer's client-side work never delays their clocks.
 
 Prints one JSON line: route-query latency percentiles in ms (p50, p99, max, count), and the
 writer's duration and reply codes. With --nsrvd the script starts its own nsrvd in a temp
@@ -34,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rmq import Connection, RequestCode  # noqa: E402
 
 PROBE_TOPIC = "KvStallProbeTopic"
-# Readers pause this long between queries: a steady probe, not a load test of its own.
-READER_GAP_S = 0.001
+# Readers send one query this often: a steady probe, not a load test of its own.
+READER_PERIOD_S = 0.002
 
 
 def _percentile(sorted_ms: List[float], q: float) -> float:
@@ -48,19 +50,25 @@ def _percentile(sorted_ms: List[float], q: float) -> float:
 def _reader(host: str, port: int, start, stop, out) -> None:
     lat: List[float] = []
     errors = 0
-    with Connection(host, port, timeout=60.0) as c:
+    with Connection(host, port, timeout=600.0) as c:
         start.wait()
+        due = time.perf_counter()
         while not stop.is_set():
+            now = time.perf_counter()
+            if now < due:
+                time.sleep(due - now)
             req = c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": PROBE_TOPIC})
-            t0 = time.perf_counter()
             c.send(req)
             try:
                 c.recv_for(req.opaque)
             except Exception:  # a timeout is the worst stall of all: count it
                 errors += 1
                 break
-            lat.append((time.perf_counter() - t0) * 1000.0)
-            time.sleep(READER_GAP_S)
+            done = time.perf_counter()
+            # Every query that fell due while this one was outstanding waited as long.
+            while due <= done:
+                lat.append((done - due) * 1000.0)
+                due += READER_PERIOD_S
     out.put({"lat": lat, "errors": errors})
 
 
@@ -137,7 +145,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from nsrvd_proc import NsrvdProcess
 
         with tempfile.TemporaryDirectory(prefix="kv-stall-") as d:
-            srv = NsrvdProcess(a.nsrvd, Path(d)).start()
+            srv = NsrvdProcess(str(Path(a.nsrvd).resolve()), Path(d)).start()
             try:
                 res = measure("127.0.0.1", srv.port, entries=a.entries, big_mib=a.big_mib, readers=a.readers,
                               window=a.window)

@@ -3,7 +3,10 @@
  * The KV config table (Java KVConfigManager, spec §4): namespace → key → value,
  * persisted as kvConfig.json ({"configTable":{ns:{k:v}}}, compact fastjson)
  * after every put and delete, atomically and with a ".bak" of the previous
- * content. Loop thread only; put/delete block on fsync (rare admin requests).
+ * content. Loop thread only. put/delete write the file themselves (blocking on
+ * fsync) unless nsrv_kv_defer_persist was called: then they change memory
+ * only, and the server hands nsrv_kv_clone copies to its durable writer
+ * thread (include/nsrv/writer.h), which answers each request once it is on disk.
  * The file parser handles outside bytes and is fuzzed by
  * src/kvconfig/fuzz/fuzz_kv_load.c.
  *
@@ -98,3 +101,19 @@ void nsrv_kv_encode_file(const nsrv_kv_t *kv, nsrv_buf_t *out);
  * example the encoded ORDER_TOPIC_CONFIG table).
  */
 uint64_t nsrv_kv_generation(const nsrv_kv_t *kv);
+
+/*
+ * From now on put and delete change the table in memory only and never touch
+ * the file (they return 0 where they would have persisted); the caller
+ * persists copies taken with nsrv_kv_clone.
+ */
+void nsrv_kv_defer_persist(nsrv_kv_t *kv);
+
+/* The file path given to nsrv_kv_create (NULL: in-memory only). */
+const char *nsrv_kv_path(const nsrv_kv_t *kv);
+
+/*
+ * A deep copy of the table, in-memory only (no path), for encoding on another
+ * thread: the copy shares nothing with kv. Never NULL (aborts on OOM).
+ */
+nsrv_kv_t *nsrv_kv_clone(const nsrv_kv_t *kv);

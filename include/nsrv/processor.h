@@ -31,11 +31,53 @@ void nsrv_processor_destroy(nsrv_processor_t **p);
  * Handles req and fills *resp (a response command in req's serialize type,
  * with strings in arena and the body in body_out or borrowed from the route
  * cache, valid until the next call). The handler always runs; the caller
- * must not send resp for oneway requests.
+ * must not send resp for oneway requests. Returns true when the reply was
+ * deferred instead (see nsrv_reply_host_t): resp is then not to be sent.
  */
-void nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
+bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
                            uint64_t now_ms, nsrv_arena_t *arena, nsrv_buf_t *body_out,
                            nsrv_cmd_t *resp);
+
+/*
+ * Pending reply slots, for handlers whose answer waits on other work (today:
+ * a durable write). The server owns the slots. A slot holds the place of one
+ * reply in its connection's reply order: replies to later requests on that
+ * connection wait behind it (never overtake it), other connections are not
+ * affected. Loop thread only.
+ */
+typedef struct nsrv_reply_slot nsrv_reply_slot_t;
+typedef struct {
+    /* Reserves the slot for the reply to the request being handled on conn_id. */
+    nsrv_reply_slot_t *(*reserve)(void *ud, uint64_t conn_id);
+    /* Fills the slot with resp (encoded at once) and sends what it held back. If
+     * the connection closed meanwhile the slot is just freed. Never call it
+     * from inside nsrv_processor_handle. */
+    void (*fill)(void *ud, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp);
+    void *ud;
+} nsrv_reply_host_t;
+
+/* What the durable host can write. */
+typedef enum { NSRV_DURABLE_KV, NSRV_DURABLE_CONFIG } nsrv_durable_target_t;
+
+/* A durable write's outcome: 0 once on disk, or -errno. Loop thread. */
+typedef void (*nsrv_durable_done_t)(void *ud, int rc);
+
+typedef struct {
+    /* Requests a durable write of target's current content; done runs later
+     * (never inside this call). Returns false if the host does not write
+     * target: the processor then persists synchronously itself. */
+    bool (*persist)(void *ud, nsrv_durable_target_t target, nsrv_durable_done_t done,
+                    void *done_ud);
+    void *ud;
+} nsrv_durable_host_t;
+
+/*
+ * Makes KV and config writes asynchronous: the handler changes memory, asks
+ * durable for the write, and replies through a reserved slot once it is
+ * durable (or failed: SYSTEM_ERROR with the reason). Both hosts are copied.
+ */
+void nsrv_processor_set_async(nsrv_processor_t *p, const nsrv_reply_host_t *replies,
+                              const nsrv_durable_host_t *durable);
 
 /* Called for every UNREGISTER_BROKER a broker sends, before it is applied
  * (gossip spreads it as a tombstone). fn NULL disables it. */

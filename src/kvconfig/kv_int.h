@@ -34,6 +34,7 @@ struct nsrv_kv {
     char *path;          /* NULL: in-memory only */
     nsrv_kv_ns_t *table; /* uthash head; iteration is insertion order */
     uint64_t generation;
+    bool persist_deferred; /* put/delete leave persisting to the caller (kv_snapshot.c) */
 };
 
 /* Finds or appends namespace name[0..len) in *table. */

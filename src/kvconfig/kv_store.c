@@ -213,7 +213,7 @@ int nsrv_kv_load(nsrv_kv_t *kv, char *err, size_t err_len) {
 }
 
 int nsrv__kv_persist(nsrv_kv_t *kv) {
-    if (!kv->path)
+    if (!kv->path || kv->persist_deferred)
         return 0;
     nsrv_buf_t text = NSRV_BUF_INIT;
     nsrv_kv_encode_file(kv, &text);

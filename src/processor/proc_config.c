@@ -31,6 +31,8 @@ void nsrv_proc_update_config(nsrv_proc_ctx_t *ctx) {
     }
     if (ctx->req->body_len > 0) {
         nsrv__processor_apply_route_opts(ctx->p);
+        if (nsrv_proc_defer_until_durable(ctx, NSRV_DURABLE_CONFIG, "config"))
+            goto out; /* answered once the writer thread has it on disk */
         int prc = nsrv_config_persist(ctx->p->cfg);
         if (prc < 0) {
             nsrv_log_error("CONFIG", "persisting config to '%s' failed: %s",

@@ -14,6 +14,9 @@ struct nsrv_processor {
     uint64_t start_ms;
     nsrv_unregister_hook_t unregister_hook;
     void *unregister_ud;
+    bool async;                  /* replies and durable are set */
+    nsrv_reply_host_t replies;   /* deferred replies (server) */
+    nsrv_durable_host_t durable; /* durable writes off the loop (server) */
 };
 
 /* Everything one handler needs for one request. */
@@ -25,6 +28,7 @@ typedef struct {
     nsrv_buf_t *body; /* the response body, when the handler builds one */
     uint64_t conn_id;
     uint64_t now_ms;
+    bool deferred; /* the reply goes through a pending reply slot (proc_durable.c) */
 } nsrv_proc_ctx_t;
 
 typedef void (*nsrv_proc_handler_t)(nsrv_proc_ctx_t *ctx);
@@ -57,8 +61,20 @@ void nsrv_proc_get_member_group(nsrv_proc_ctx_t *ctx);
 void nsrv_proc_update_config(nsrv_proc_ctx_t *ctx);
 void nsrv_proc_get_config(nsrv_proc_ctx_t *ctx);
 
+/*
+ * Finishes a handler that changed target in memory: with async hosts, asks
+ * for the durable write and defers the reply until it is done (SUCCESS, or
+ * SYSTEM_ERROR "persist <what> failed: <reason>"); returns true. Without
+ * them returns false and the handler persists synchronously.
+ */
+bool nsrv_proc_defer_until_durable(nsrv_proc_ctx_t *ctx, nsrv_durable_target_t target,
+                                   const char *what);
+
 /* Pushes the route-related config (supportActingMaster, ...) into the route table. */
 void nsrv__processor_apply_route_opts(nsrv_processor_t *p);
+
+/* A SUCCESS response to req, mirroring its opaque and serialize type. */
+void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp);
 
 /* Ext value as a NUL-terminated string, or NULL if absent. */
 const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key);

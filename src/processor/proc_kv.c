@@ -19,7 +19,10 @@ void nsrv_proc_put_kv_config(nsrv_proc_ctx_t *ctx) {
         nsrv_log_error("KV", "persisting kv config failed: %s", strerror(-rc));
         nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist kv config failed: %s",
                               strerror(-rc));
+        return;
     }
+    /* With the server's writer thread, the table changed in memory only: reply once on disk. */
+    nsrv_proc_defer_until_durable(ctx, NSRV_DURABLE_KV, "kv config");
 }
 
 void nsrv_proc_get_kv_config(nsrv_proc_ctx_t *ctx) {
@@ -43,7 +46,9 @@ void nsrv_proc_delete_kv_config(nsrv_proc_ctx_t *ctx) {
         nsrv_log_error("KV", "persisting kv config failed: %s", strerror(-rc));
         nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist kv config failed: %s",
                               strerror(-rc));
+        return;
     }
+    nsrv_proc_defer_until_durable(ctx, NSRV_DURABLE_KV, "kv config");
 }
 
 void nsrv_proc_get_kv_list(nsrv_proc_ctx_t *ctx) {

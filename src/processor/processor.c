@@ -66,13 +66,20 @@ static const nsrv_proc_handler_t HANDLERS[] = {
     [NSRV_REQ_BROKER_HEARTBEAT] = nsrv_proc_broker_heartbeat,
 };
 
+void nsrv_processor_set_async(nsrv_processor_t *p, const nsrv_reply_host_t *replies,
+                              const nsrv_durable_host_t *durable) {
+    p->replies = *replies;
+    p->durable = *durable;
+    p->async = true;
+}
+
 nsrv_proc_handler_t nsrv__processor_find_handler(int32_t code) {
     if (code < 0 || (size_t)code >= NSRV_ARRAY_LEN(HANDLERS))
         return NULL;
     return HANDLERS[code];
 }
 
-static void init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
+void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
     memset(resp, 0, sizeof *resp);
     resp->code = NSRV_RESP_SUCCESS;
     resp->language = NSRV_LANG_JAVA;
@@ -83,25 +90,26 @@ static void init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
 }
 
 void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
-    init_response(req, resp);
+    nsrv_proc_init_response(req, resp);
     resp->code = NSRV_RESP_GO_AWAY;
     resp->remark = NSRV_STR_LIT("please go away");
 }
 
-void nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
+bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
                            uint64_t now_ms, nsrv_arena_t *arena, nsrv_buf_t *body_out,
                            nsrv_cmd_t *resp) {
-    init_response(req, resp);
+    nsrv_proc_init_response(req, resp);
     nsrv_buf_reset(body_out);
-    nsrv_proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms};
+    nsrv_proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms, false};
     nsrv_proc_handler_t h = nsrv__processor_find_handler(req->code);
     if (h) {
         h(&ctx);
-        return;
+        return ctx.deferred;
     }
     /* 5.x answers unknown codes (4.9.x stays silent); note the leading space. */
     nsrv_proc_set_remarkf(&ctx, NSRV_RESP_REQUEST_CODE_NOT_SUPPORTED,
                           " request type %" PRId32 " not supported", req->code);
+    return false;
 }
 
 const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key) {

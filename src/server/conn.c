@@ -5,6 +5,15 @@
  * back-pressure: while more than connOutputLimitBytes of replies are queued,
  * the connection is neither read nor processed, so a client that never reads
  * cannot make the server buffer without bound.
+ *
+ * Fairness: one read batch runs at most BATCH_MAX_FRAMES requests or
+ * BATCH_MAX_NS of loop time; then the connection stops reading and yields to
+ * the others until the next loop turn (srv->resume), so a pipelining client
+ * cannot hold everyone else's replies.
+ *
+ * Deferred replies: a request whose reply waits on a durable write reserves a
+ * slot in the connection's reply queue; the replies to later requests wait
+ * behind it (in order, never overtaking it) and go out when it is filled.
  */
 #include <string.h>
 #include <sys/ioctl.h>
@@ -23,6 +32,12 @@
 #define OUT_FLUSH_BYTES (256 * 1024)
 /* The first byte of a TLS ClientHello record; we do not speak TLS. */
 #define TLS_HANDSHAKE_BYTE 0x16
+/* The most loop time one connection's batch may take before others get their turn. A
+ * route query takes microseconds, so a turn is hundreds of them. */
+#define BATCH_MAX_NS (1000 * 1000)
+#define BATCH_MAX_FRAMES 256
+/* Deferred replies one connection may have waiting; then it is not read until one is sent. */
+#define MAX_SLOTS_PER_CONN 4096
 
 typedef struct {
     uv_write_t req;
@@ -35,6 +50,40 @@ static void conn_process(nsrv_conn_t *c);
 
 static size_t out_limit(const nsrv_conn_t *c) {
     return (size_t)c->srv->cfg->conn_output_limit_bytes;
+}
+
+/* Reply bytes the connection holds: handed to libuv, or waiting behind a deferred reply. */
+static size_t out_held(const nsrv_conn_t *c) {
+    return c->out_pending + c->held_bytes;
+}
+
+/* Too much queued for its peer: neither read nor process the connection. */
+static bool conn_blocked(const nsrv_conn_t *c) {
+    return out_held(c) > out_limit(c) || c->n_slots >= MAX_SLOTS_PER_CONN;
+}
+
+static void slot_free(nsrv_reply_slot_t *s) {
+    nsrv_buf_deinit(&s->reply);
+    nsrv_buf_deinit(&s->after);
+    nsrv_free(s);
+}
+
+/* On close: sent-never replies are dropped; a slot still waiting for its write
+ * is orphaned, and freed when the write reports. */
+static void drop_slots(nsrv_conn_t *c) {
+    for (nsrv_reply_slot_t *s = c->slots, *next; s; s = next) {
+        next = s->next;
+        if (s->filled) {
+            slot_free(s);
+        } else {
+            s->conn = NULL;
+            s->next = NULL;
+            nsrv_buf_deinit(&s->after);
+        }
+    }
+    c->slots = c->slots_tail = NULL;
+    c->n_slots = 0;
+    c->held_bytes = 0;
 }
 
 static void close_cb(uv_handle_t *h) {
@@ -69,12 +118,27 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
                         c->peer, why, dropped);
     else
         nsrv_log_info("SERVER", "connection '%s' closed (%s)", c->peer, why);
+    drop_slots(c);
     uv_read_stop((uv_stream_t *)&c->tcp);
     if (!c->reset_on_close || uv_tcp_close_reset(&c->tcp, close_cb) != 0)
         uv_close((uv_handle_t *)&c->tcp, close_cb);
 }
 
 static void set_reading(nsrv_conn_t *c, bool on);
+
+/* After output drained or a deferred reply went out: process what is buffered, read again. */
+static void conn_resume(nsrv_conn_t *c) {
+    if (c->closing || c->in_batch)
+        return;
+    /* Resume at half the limit so a slow reader is not toggled on every write. */
+    if (out_held(c) <= out_limit(c) / 2 && c->n_slots < MAX_SLOTS_PER_CONN) {
+        conn_process(c);
+        if (!c->closing && !conn_blocked(c) && !c->yielded && !c->srv->shutting_down)
+            set_reading(c, true);
+    }
+    if (!c->closing && c->srv->shutting_down)
+        nsrv__conn_maybe_finish(c);
+}
 
 static void write_cb(uv_write_t *req, int status) {
     write_req_t *w = (write_req_t *)req;
@@ -89,14 +153,7 @@ static void write_cb(uv_write_t *req, int status) {
         return;
     }
     c->last_active_ms = nsrv_now_mono_ms();
-    /* Resume at half the limit so a slow reader is not toggled on every write. */
-    if (c->out_pending <= out_limit(c) / 2) {
-        conn_process(c);
-        if (!c->closing && c->out_pending <= out_limit(c) && !c->srv->shutting_down)
-            set_reading(c, true);
-    }
-    if (!c->closing && c->srv->shutting_down)
-        nsrv__conn_maybe_finish(c);
+    conn_resume(c);
 }
 
 /* Sends what it can at once; queues the rest with a copy owned by the write request. */
@@ -140,7 +197,20 @@ static void flush_out(nsrv_conn_t *c) {
     nsrv_buf_reset(out);
 }
 
-/* Runs one decoded request and appends its reply (if any) to srv->out. */
+/* Appends a reply: to srv->out (sent at the end of the batch), or behind the
+ * connection's last deferred reply while one waits. */
+static void append_reply(nsrv_conn_t *c, const nsrv_cmd_t *resp) {
+    if (!c->slots_tail) {
+        nsrv_cmd_encode(&c->srv->out, resp);
+        return;
+    }
+    nsrv_buf_t *after = &c->slots_tail->after;
+    size_t before = after->len;
+    nsrv_cmd_encode(after, resp);
+    c->held_bytes += after->len - before;
+}
+
+/* Runs one decoded request and appends its reply (if any and not deferred). */
 static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
     nsrv_server_t *srv = c->srv;
     if (req->flag & NSRV_FLAG_RESPONSE)
@@ -154,28 +224,37 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
             return;
         nsrv_processor_go_away(req, &resp);
     } else {
-        nsrv_processor_handle(srv->proc, req, c->id, nsrv_now_mono_ms(), &srv->arena, &srv->body,
-                              &resp);
-        if (oneway)
+        bool deferred = nsrv_processor_handle(srv->proc, req, c->id, nsrv_now_mono_ms(),
+                                              &srv->arena, &srv->body, &resp);
+        if (oneway || deferred)
             return;
     }
-    nsrv_cmd_encode(&srv->out, &resp);
+    append_reply(c, &resp);
 }
 
 /*
- * Runs every whole frame in p[0..avail) while the connection is open and under
- * its output limit. Returns the bytes consumed; what is left is a partial
- * frame, or frames held back by back-pressure.
+ * Runs every whole frame in p[0..avail) while the connection is open, under
+ * its output limit and within its batch budget. Returns the bytes consumed;
+ * what is left is a partial frame, or frames held back by back-pressure or
+ * for the next loop turn (c->yielded).
  */
 static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
     nsrv_server_t *srv = c->srv;
     size_t max_frame = (size_t)srv->cfg->max_frame_length;
     size_t used = 0;
-    while (!c->closing && c->out_pending <= out_limit(c)) {
+    unsigned frames = 0;
+    uint64_t start_ns = uv_hrtime();
+    c->in_batch = true;
+    while (!c->closing && !conn_blocked(c)) {
         size_t frame_len = 0;
         int rc = nsrv_frame_peek(p + used, avail - used, max_frame, &frame_len);
         if (rc == NSRV_AGAIN)
             break;
+        if (rc == 0 && frames > 0 &&
+            (frames >= BATCH_MAX_FRAMES || uv_hrtime() - start_ns >= BATCH_MAX_NS)) {
+            c->yielded = true; /* a whole frame waits: it runs on the next loop turn */
+            break;
+        }
         if (rc < 0) {
             srv->bad_frames_total++;
             nsrv__conn_close(c, "bad frame length");
@@ -191,13 +270,17 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
             break;
         }
         used += frame_len;
+        frames++;
         run_request(c, &req);
         if (srv->out.len >= OUT_FLUSH_BYTES)
             flush_out(c);
     }
+    c->in_batch = false;
     flush_out(c);
-    if (!c->closing && c->out_pending > out_limit(c))
+    if (!c->closing && (conn_blocked(c) || c->yielded))
         set_reading(c, false);
+    if (!c->closing && c->yielded)
+        uv_idle_start(&srv->resume, nsrv__conn_resume_cb);
     return used;
 }
 
@@ -325,7 +408,8 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
 }
 
 void nsrv__conn_maybe_finish(nsrv_conn_t *c) {
-    if (c->closing || c->out_pending > 0 || c->in_off != c->in.len)
+    /* A deferred reply (a durable write in progress) is a request still in flight. */
+    if (c->closing || c->out_pending > 0 || c->slots || c->in_off != c->in.len)
         return;
     /* Bytes still in the kernel are a request in flight: read them first. */
     uv_os_fd_t fd;
@@ -355,4 +439,64 @@ void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id) {
         return;
     c->deferred_close = true;
     uv_idle_start(&srv->deferred, deferred_cb);
+}
+
+void nsrv__conn_resume_cb(uv_idle_t *h) {
+    nsrv_server_t *srv = h->data;
+    uv_idle_stop(h);
+    for (nsrv_conn_t *c = srv->conns; c; c = c->next) {
+        if (!c->yielded || c->closing)
+            continue;
+        c->yielded = false;
+        conn_process(c);
+        /* Reading resumes even while shutting down: the rest of a yielded batch is
+         * requests in flight, and their successors get GO_AWAY or an answer. */
+        if (!c->closing && !c->yielded && !conn_blocked(c))
+            set_reading(c, true);
+        if (!c->closing && srv->shutting_down)
+            nsrv__conn_maybe_finish(c);
+    }
+}
+
+nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id) {
+    nsrv_conn_t *c = NULL;
+    HASH_FIND(hh, srv->conn_by_id, &conn_id, sizeof conn_id, c);
+    if (!c || c->closing)
+        return NULL;
+    nsrv_reply_slot_t *s = nsrv_calloc(1, sizeof *s);
+    s->conn = c;
+    nsrv_buf_init(&s->reply);
+    nsrv_buf_init(&s->after);
+    if (c->slots_tail)
+        c->slots_tail->next = s;
+    else
+        c->slots = s;
+    c->slots_tail = s;
+    c->n_slots++;
+    return s;
+}
+
+void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp) {
+    (void)srv;
+    nsrv_conn_t *c = slot->conn;
+    if (!c) {
+        slot_free(slot);
+        return;
+    }
+    nsrv_cmd_encode(&slot->reply, resp);
+    slot->filled = true;
+    c->held_bytes += slot->reply.len;
+    /* Send every filled slot at the head, with the replies held behind each. */
+    while (c->slots && c->slots->filled && !c->closing) {
+        nsrv_reply_slot_t *s = c->slots;
+        c->slots = s->next;
+        if (!c->slots)
+            c->slots_tail = NULL;
+        c->n_slots--;
+        c->held_bytes -= s->reply.len + s->after.len;
+        conn_send(c, s->reply.data, s->reply.len);
+        conn_send(c, s->after.data, s->after.len);
+        slot_free(s);
+    }
+    conn_resume(c);
 }

@@ -239,6 +239,9 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     srv->listener.data = srv;
     uv_idle_init(&srv->loop, &srv->deferred);
     srv->deferred.data = srv;
+    uv_idle_init(&srv->loop, &srv->resume);
+    srv->resume.data = srv;
+    nsrv__durable_start(srv);
     init_timer(srv, &srv->scan_timer);
     init_timer(srv, &srv->idle_timer);
     init_timer(srv, &srv->deadline_timer);
@@ -253,10 +256,13 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     exit_code = 0;
-    /* KV and config changes were persisted when made; routes are never persisted (spec §5.6). */
+    /* Every KV and config change is on disk once the writer is drained (their replies
+     * went out before their connections closed); routes are never persisted (spec §5.6). */
+    nsrv__durable_stop(srv);
     nsrv_log_notice("SERVER", "shutdown complete");
 
 stop_loop:
+    nsrv__durable_stop(srv);
     uv_walk(&srv->loop, close_walk_cb, NULL);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&srv->loop) != 0)

@@ -8,6 +8,7 @@
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
+#include "nsrv/processor.h"
 #include "nsrv/remoting.h"
 #include "nsrv/route.h"
 #include "nsrv/uthash.h"
@@ -16,6 +17,21 @@ struct nsrv_config;
 typedef struct nsrv_kv nsrv_kv_t;
 typedef struct nsrv_processor nsrv_processor_t;
 typedef struct nsrv_server nsrv_server_t;
+typedef struct nsrv_writer nsrv_writer_t;
+typedef struct nsrv_wfile nsrv_wfile_t;
+struct nsrv_conn;
+
+/*
+ * A deferred reply (processor.h) in its connection's reply queue, with the
+ * replies to later requests that wait behind it, up to the next slot.
+ */
+struct nsrv_reply_slot {
+    struct nsrv_reply_slot *next;
+    struct nsrv_conn *conn; /* NULL once the connection closed: freed when filled */
+    bool filled;
+    nsrv_buf_t reply; /* this slot's reply, once filled */
+    nsrv_buf_t after; /* replies to later requests on the connection */
+};
 
 typedef struct nsrv_conn {
     uv_tcp_t tcp; /* first: handle <-> conn casts */
@@ -28,6 +44,11 @@ typedef struct nsrv_conn {
     uint64_t out_queued_total; /* reply bytes ever handed to uv_write (conn_hygiene.c) */
     uint64_t out_drained_seen; /* of those, written by libuv at the last idle sweep */
     uint64_t last_active_ms;   /* last byte read or reply byte written */
+    nsrv_reply_slot_t *slots, *slots_tail; /* deferred replies, oldest first */
+    size_t n_slots;
+    size_t held_bytes; /* reply bytes waiting in slots */
+    bool yielded;      /* stopped a batch at its budget: resumes next loop turn */
+    bool in_batch;     /* inside process_frames */
     bool reading;
     bool closing;
     bool saw_first_byte;
@@ -50,6 +71,11 @@ struct nsrv_server {
     uv_timer_t idle_timer;
     uv_timer_t deadline_timer;
     uv_idle_t deferred;
+    uv_idle_t resume; /* continues connections that yielded their batch */
+    /* Durable writes off the loop (durable.c). */
+    nsrv_writer_t *writer;
+    nsrv_wfile_t *kv_wfile;     /* NULL: no kvConfigPath */
+    nsrv_wfile_t *config_wfile; /* NULL: no configStorePath */
     uv_signal_t sig_term, sig_int, sig_hup;
     nsrv_conn_t *conns; /* list head */
     nsrv_conn_t *conn_by_id;
@@ -97,6 +123,16 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why);
 /* During shutdown: closes c once it has no partial request and nothing left to write. */
 void nsrv__conn_maybe_finish(nsrv_conn_t *c);
 void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id);
+/* Pending reply slots (nsrv_reply_host_t): NULL if the connection is gone. */
+nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id);
+void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp);
+/* Continues the connections that yielded their read batch (srv->resume). */
+void nsrv__conn_resume_cb(uv_idle_t *h);
+
+/* durable.c: starts the writer thread and makes the processor's KV and config
+ * writes asynchronous; stop waits for every requested write, then ends it. */
+void nsrv__durable_start(nsrv_server_t *srv);
+void nsrv__durable_stop(nsrv_server_t *srv);
 
 /* conn_hygiene.c */
 /* Listener callback: accepts one connection, or accepts and closes it at maxConnections. */

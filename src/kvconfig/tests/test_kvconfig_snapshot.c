@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unit tests for src/kvconfig/kv_snapshot.c: a clone encodes exactly as the
+ * table did when it was taken and shares no memory with it, and a table with
+ * deferred persistence never touches its file.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nsrv/buf.h"
+#include "nsrv/kv.h"
+
+static char *encode(const nsrv_kv_t *kv) {
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    nsrv_kv_encode_file(kv, &b);
+    char *s = strdup(b.data ? b.data : "");
+    nsrv_buf_deinit(&b);
+    return s;
+}
+
+static void test_clone_is_a_frozen_copy(void **state) {
+    (void)state;
+    nsrv_kv_t *kv = nsrv_kv_create(NULL);
+    assert_int_equal(nsrv_kv_put(kv, "A", "k1", "v1"), 0);
+    assert_int_equal(nsrv_kv_put(kv, "B", "k2", "v2"), 0);
+    assert_int_equal(nsrv_kv_put(kv, "A", "k3", NULL), 0); /* null: not encoded */
+    assert_int_equal(nsrv_kv_put(kv, "C", "gone", "x"), 0);
+    assert_int_equal(nsrv_kv_delete(kv, "C", "gone"), 0); /* emptied namespace stays as {} */
+    char *before = encode(kv);
+    nsrv_kv_t *copy = nsrv_kv_clone(kv);
+    assert_null(nsrv_kv_path(copy));
+    assert_int_equal(nsrv_kv_generation(copy), nsrv_kv_generation(kv));
+
+    /* Changing or freeing the original leaves the copy as it was. */
+    assert_int_equal(nsrv_kv_put(kv, "A", "k1", "changed"), 0);
+    assert_int_equal(nsrv_kv_put(kv, "D", "new", "n"), 0);
+    nsrv_kv_destroy(&kv);
+    char *after = encode(copy);
+    assert_string_equal(after, before);
+    assert_string_equal(after, "{\"configTable\":{\"A\":{\"k1\":\"v1\"},\"B\":{\"k2\":\"v2\"},"
+                               "\"C\":{}}}");
+    nsrv_kv_destroy(&copy);
+    free(before);
+    free(after);
+}
+
+static void test_deferred_table_never_writes_its_file(void **state) {
+    (void)state;
+    char dir[] = "/tmp/nsrv-kvsnap-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/kv.json", dir);
+    nsrv_kv_t *kv = nsrv_kv_create(path);
+    nsrv_kv_defer_persist(kv);
+    assert_string_equal(nsrv_kv_path(kv), path);
+    assert_int_equal(nsrv_kv_put(kv, "N", "k", "v"), 0);
+    assert_int_equal(nsrv_kv_delete(kv, "N", "k"), 0);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+    nsrv_kv_destroy(&kv);
+    rmdir(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_clone_is_a_frozen_copy),
+        cmocka_unit_test(test_deferred_table_never_writes_its_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
