@@ -11,22 +11,25 @@
 #include "nsrv/seal.h"
 #include "nsrv/server.h"
 #include "nsrv/status_cli.h"
+#include "nsrv/text.h"
 
 /* `nsrvd keygen -o FILE -n NODE [-k KEY_ID]`: a gossip key pair; prints the peers' config line. */
 static int keygen(int argc, char **argv) {
     const char *out = NULL;
-    long node = -1, key_id = 1;
-    for (int i = 0; i + 1 < argc; i += 2) {
+    uint64_t node = 0, key_id = 1;
+    bool ok = argc % 2 == 0;
+    for (int i = 0; ok && i + 1 < argc; i += 2) {
+        const char *v = argv[i + 1];
         if (!strcmp(argv[i], "-o"))
-            out = argv[i + 1];
+            out = v;
         else if (!strcmp(argv[i], "-n"))
-            node = strtol(argv[i + 1], NULL, 10);
+            ok = nsrv_parse_uint(v, strlen(v), 254, &node);
         else if (!strcmp(argv[i], "-k"))
-            key_id = strtol(argv[i + 1], NULL, 10);
+            ok = nsrv_parse_uint(v, strlen(v), 255, &key_id);
         else
-            out = NULL, node = -1, i = argc;
+            ok = false;
     }
-    if (!out || node < 1 || node > 254 || key_id < 1 || key_id > 255 || argc % 2) {
+    if (!ok || !out || node < 1 || key_id < 1) {
         fprintf(stderr,
                 "usage: nsrvd keygen -o SECRET_KEY_FILE -n NODE_ID(1..254) [-k KEY_ID(1..255)]\n"
                 "  writes the secret key (mode 0600, never overwrites) and prints the line\n"

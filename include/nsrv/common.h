@@ -25,9 +25,35 @@ enum {
     NSRV_ECRC = -9006,     /* body CRC mismatch */
     NSRV_ECONFIG = -9007,  /* bad configuration value */
     NSRV_ETOOBIG = -9008,  /* input above a configured cap */
+
+    /* Gossip rejection reasons (proto/gossip.md): the negative return codes of
+     * the gossip decoders and of nsrv_gossip_peer_check, in counter order
+     * (nsrv_gossip_reason_index). */
+    NSRV_GOSSIP_ESIZE = -9101,        /* length outside [min, budget] */
+    NSRV_GOSSIP_EVERSION = -9102,     /* ver != 1 */
+    NSRV_GOSSIP_ECLUSTER = -9103,     /* another cluster's packet */
+    NSRV_GOSSIP_EUNKNOWN_SRC = -9104, /* src is not a configured peer */
+    NSRV_GOSSIP_ESRC_ADDR = -9105,    /* source IP differs from the peer's */
+    NSRV_GOSSIP_EKEY_ID = -9106,      /* key_id not configured for src */
+    NSRV_GOSSIP_EDST = -9107,         /* dst is neither us nor 255 */
+    NSRV_GOSSIP_ESTALE_TIME = -9108,  /* |now_wall - wall_ms| > skew */
+    NSRV_GOSSIP_EOLD_INC = -9109,     /* src_inc < the peer's incarnation */
+    NSRV_GOSSIP_EFUTURE_INC = -9110,  /* src_inc > now_wall + 24 h */
+    NSRV_GOSSIP_EREPLAY = -9111,      /* seq seen, or behind the window */
+    NSRV_GOSSIP_EBAD_SIG = -9112,     /* signature does not verify */
+    NSRV_GOSSIP_EDECODE = -9113,      /* malformed msgpack or body */
+    NSRV_GOSSIP_ETYPE = -9114,        /* unknown type, or wrong transport */
 };
 
+/* Text for 0, any NSRV_E* or NSRV_GOSSIP_E* code, or a negative errno. */
 const char *nsrv_strerror(int err);
+
+/*
+ * Formats a message into err[0..err_len) when err is not NULL and err_len > 0,
+ * and returns rc: `return nsrv_fail(err, err_len, -EINVAL, "bad %s", what);`.
+ */
+int nsrv_fail(char *err, size_t err_len, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #define NSRV_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NSRV_MAX(a, b) ((a) > (b) ? (a) : (b))

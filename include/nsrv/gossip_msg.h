@@ -72,26 +72,11 @@ typedef enum {
 } nsrv_gossip_type_t;
 
 /*
- * Rejection reasons: the negative return codes of the decoders and of
- * nsrv_gossip_peer_check. nsrv_gossip_reason_index maps them to 0..N-1 for
- * counter arrays, in this order.
+ * Rejection reasons: the negative return codes NSRV_GOSSIP_E* of the decoders
+ * and of nsrv_gossip_peer_check, defined in include/nsrv/common.h (one error
+ * space, named by nsrv_strerror). nsrv_gossip_reason_index maps them to
+ * 0..N-1 for counter arrays, in that order.
  */
-enum {
-    NSRV_GOSSIP_ESIZE = -9101,        /* length outside [min, budget] */
-    NSRV_GOSSIP_EVERSION = -9102,     /* ver != 1 */
-    NSRV_GOSSIP_ECLUSTER = -9103,     /* another cluster's packet */
-    NSRV_GOSSIP_EUNKNOWN_SRC = -9104, /* src is not a configured peer */
-    NSRV_GOSSIP_ESRC_ADDR = -9105,    /* source IP differs from the peer's */
-    NSRV_GOSSIP_EKEY_ID = -9106,      /* key_id not configured for src */
-    NSRV_GOSSIP_EDST = -9107,         /* dst is neither us nor 255 */
-    NSRV_GOSSIP_ESTALE_TIME = -9108,  /* |now_wall - wall_ms| > skew */
-    NSRV_GOSSIP_EOLD_INC = -9109,     /* src_inc < the peer's incarnation */
-    NSRV_GOSSIP_EFUTURE_INC = -9110,  /* src_inc > now_wall + 24 h */
-    NSRV_GOSSIP_EREPLAY = -9111,      /* seq seen, or behind the window */
-    NSRV_GOSSIP_EBAD_SIG = -9112,     /* signature does not verify */
-    NSRV_GOSSIP_EDECODE = -9113,      /* malformed msgpack or body */
-    NSRV_GOSSIP_ETYPE = -9114,        /* unknown type, or wrong transport */
-};
 #define NSRV_GOSSIP_NREASONS 14
 
 /* 0..NSRV_GOSSIP_NREASONS-1 for a reason code, -1 for anything else. */

@@ -2,6 +2,7 @@
 /* Error strings, string comparison and clocks. */
 #include "nsrv/common.h"
 
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,9 +26,47 @@ const char *nsrv_strerror(int err) {
         return "bad configuration";
     case NSRV_ETOOBIG:
         return "input too large";
+    case NSRV_GOSSIP_ESIZE:
+        return "gossip datagram size out of bounds";
+    case NSRV_GOSSIP_EVERSION:
+        return "unknown gossip version";
+    case NSRV_GOSSIP_ECLUSTER:
+        return "gossip from another cluster";
+    case NSRV_GOSSIP_EUNKNOWN_SRC:
+        return "gossip from an unknown node";
+    case NSRV_GOSSIP_ESRC_ADDR:
+        return "gossip from an unexpected address";
+    case NSRV_GOSSIP_EKEY_ID:
+        return "gossip signed with an unknown key";
+    case NSRV_GOSSIP_EDST:
+        return "gossip for another node";
+    case NSRV_GOSSIP_ESTALE_TIME:
+        return "gossip clock skew too large";
+    case NSRV_GOSSIP_EOLD_INC:
+        return "gossip from an old incarnation";
+    case NSRV_GOSSIP_EFUTURE_INC:
+        return "gossip incarnation in the future";
+    case NSRV_GOSSIP_EREPLAY:
+        return "gossip replay";
+    case NSRV_GOSSIP_EBAD_SIG:
+        return "bad gossip signature";
+    case NSRV_GOSSIP_EDECODE:
+        return "malformed gossip message";
+    case NSRV_GOSSIP_ETYPE:
+        return "unexpected gossip message type";
     default:
         return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
     }
+}
+
+int nsrv_fail(char *err, size_t err_len, int rc, const char *fmt, ...) {
+    if (err && err_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, err_len, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
 }
 
 bool nsrv_str_eq(nsrv_str_t a, nsrv_str_t b) {

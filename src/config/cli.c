@@ -7,10 +7,10 @@
  * single dash (-configFile).
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "nsrv/common.h"
 #include "nsrv/config.h"
 
 typedef enum { OPT_CONFIG, OPT_PRINT, OPT_HELP, OPT_VERSION, OPT_NAMESRV } opt_id_t;
@@ -27,17 +27,6 @@ static const opt_desc_t opts[] = {
     {OPT_HELP, 'h', "help", false},          {OPT_VERSION, 0, "version", false},
     {OPT_NAMESRV, 'n', "namesrvAddr", true},
 };
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
 
 /* Finds the option named by arg (which starts with '-'). On a match sets
  * *inline_val to text glued to it ("-cFILE", "--configFile=FILE") or NULL. */
@@ -90,28 +79,28 @@ int nsrv_cli_parse(int argc, char **argv, nsrv_cli_t *out, char *err, size_t err
         const char *arg = argv[i];
         if (strcmp(arg, "--") == 0) {
             if (i + 1 < argc)
-                return fail(err, errlen, "unexpected argument '%s'", argv[i + 1]);
+                return nsrv_fail(err, errlen, -EINVAL, "unexpected argument '%s'", argv[i + 1]);
             break;
         }
         if (arg[0] != '-' || arg[1] == '\0')
-            return fail(err, errlen, "unexpected argument '%s'", arg);
+            return nsrv_fail(err, errlen, -EINVAL, "unexpected argument '%s'", arg);
         const char *val;
         const opt_desc_t *o = match_opt(arg, &val);
         if (!o)
-            return fail(err, errlen, "unrecognized option: %s", arg);
+            return nsrv_fail(err, errlen, -EINVAL, "unrecognized option: %s", arg);
         if (o->has_arg && !val) {
             if (i + 1 >= argc)
-                return fail(err, errlen, "missing argument for option: %s", arg);
+                return nsrv_fail(err, errlen, -EINVAL, "missing argument for option: %s", arg);
             val = argv[++i];
         } else if (!o->has_arg && val) {
-            return fail(err, errlen, "option takes no argument: %s", arg);
+            return nsrv_fail(err, errlen, -EINVAL, "option takes no argument: %s", arg);
         }
         switch (o->id) {
         case OPT_CONFIG:
             if (r.config_file)
-                return fail(err, errlen, "option %s given more than once", arg);
+                return nsrv_fail(err, errlen, -EINVAL, "option %s given more than once", arg);
             if (val[0] == '\0')
-                return fail(err, errlen, "empty file name for option %s", arg);
+                return nsrv_fail(err, errlen, -EINVAL, "empty file name for option %s", arg);
             r.config_file = val;
             break;
         case OPT_PRINT:

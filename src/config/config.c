@@ -18,6 +18,7 @@
 #include "nsrv/common.h"
 #include "nsrv/fileio.h"
 #include "nsrv/log.h"
+#include "nsrv/text.h"
 
 /* A config file is a few kilobytes; this cap only stops a wrong -c argument
  * (a log file, a device) from being slurped. */
@@ -188,31 +189,6 @@ static const char *escaped(nsrv_buf_t *b, const char *s) {
 
 /* ---- validation ----------------------------------------------------------- */
 
-/* Plain decimal with an optional sign, as Integer.parseInt, no blanks. */
-static bool parse_int64(const char *s, int64_t *out) {
-    const char *p = s;
-    bool neg = false;
-    if (*p == '+' || *p == '-')
-        neg = *p++ == '-';
-    if (*p == '\0')
-        return false;
-    uint64_t acc = 0;
-    const uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        unsigned d = (unsigned)(*p - '0');
-        if (acc > (lim - d) / 10)
-            return false;
-        acc = acc * 10 + d;
-    }
-    if (neg)
-        *out = acc == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)acc;
-    else
-        *out = (int64_t)acc;
-    return true;
-}
-
 /* Java's String.trim: drops bytes <= ' ' at both ends. */
 static char *trim_dup(const char *s) {
     size_t b = 0, e = strlen(s);
@@ -260,7 +236,7 @@ static int validate_value(const key_desc_t *d, const char *key, const char *raw,
     case KT_INT:
     case KT_LONG: {
         int64_t v;
-        if (!parse_int64(raw, &v) || v < d->min || v > d->max) {
+        if (!nsrv_parse_int(raw, strlen(raw), d->min, d->max, &v)) {
             snprintf(what, sizeof what, "an integer in %lld..%lld", (long long)d->min,
                      (long long)d->max);
             describe_bad_value(msg, key, raw, what);

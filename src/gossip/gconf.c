@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "nsrv/gossip.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/seal.h"
+#include "nsrv/text.h"
 
 static void trim(const char **s, size_t *len) {
     while (*len && (**s == ' ' || **s == '\t')) {
@@ -56,29 +58,25 @@ static int find_peer(const nsrv_gossip_peer_list_t *l, uint8_t id) {
 static int peer_token(void *ud, const char *tok, size_t len) {
     parse_ctx_t *c = ud;
     const char *at = memchr(tok, '@', len);
-    char idtxt[8];
     size_t idlen = at ? (size_t)(at - tok) : 0;
-    if (!at || idlen == 0 || idlen >= sizeof idtxt || len - idlen - 1 >= 64) {
-        snprintf(c->err, c->errlen, "gossipPeers: '%.*s' is not id@ip:port", (int)len, tok);
-        return -EINVAL;
-    }
-    memcpy(idtxt, tok, idlen);
-    idtxt[idlen] = '\0';
-    char *end;
-    long id = strtol(idtxt, &end, 10);
-    if (*end || id < NSRV_GOSSIP_NODE_MIN || id > NSRV_GOSSIP_NODE_MAX) {
+    if (!at || idlen == 0 || len - idlen - 1 >= 64)
+        return nsrv_fail(c->err, c->errlen, -EINVAL, "gossipPeers: '%.*s' is not id@ip:port",
+                         (int)len, tok);
+    uint64_t id = 0;
+    if (!nsrv_parse_uint(tok, idlen, NSRV_GOSSIP_NODE_MAX, &id) || id < NSRV_GOSSIP_NODE_MIN) {
         snprintf(c->err, c->errlen, "gossipPeers: bad node id in '%.*s' (1..254)", (int)len, tok);
         return -EINVAL;
     }
     if (id == c->self || find_peer(c->l, (uint8_t)id) >= 0 || c->l->n == NSRV_GOSSIP_NODE_MAX) {
-        snprintf(c->err, c->errlen, "gossipPeers: node %ld listed twice or is this node", id);
+        snprintf(c->err, c->errlen, "gossipPeers: node %u listed twice or is this node",
+                 (unsigned)id);
         return -EINVAL;
     }
     size_t i = c->l->n;
     snprintf(c->l->addrs[i], sizeof c->l->addrs[i], "%.*s", (int)(len - idlen - 1), at + 1);
     struct sockaddr_storage ss;
     socklen_t sl;
-    if (nsrv_gossip_addr_parse(c->l->addrs[i], &ss, &sl) != 0) {
+    if (nsrv_sockaddr_parse(c->l->addrs[i], &ss, &sl) != 0) {
         snprintf(c->err, c->errlen, "gossipPeers: '%s' is not a literal ip:port", c->l->addrs[i]);
         return -EINVAL;
     }

@@ -11,6 +11,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/fileio.h"
+#include "nsrv/text.h"
 
 /* "18446744073709551615\n" fits; anything longer is not our file. */
 #define INC_FILE_MAX 64
@@ -19,17 +20,9 @@ static int parse_inc(const char *s, size_t len, uint64_t *out) {
     size_t e = len;
     while (e > 0 && (s[e - 1] == '\n' || s[e - 1] == '\r' || s[e - 1] == ' '))
         e--;
-    if (e == 0 || e > 19)
+    /* At most 19 digits: the longest text nsrvd writes for a value <= NSRV_GOSSIP_TIME_MAX. */
+    if (e > 19 || !nsrv_parse_uint(s, e, NSRV_GOSSIP_TIME_MAX, out))
         return -EINVAL;
-    uint64_t v = 0;
-    for (size_t i = 0; i < e; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -EINVAL;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (v > NSRV_GOSSIP_TIME_MAX)
-        return -EINVAL;
-    *out = v;
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "nsrv/alloc.h"
+#include "nsrv/text.h"
 
 _Static_assert(sizeof(nsrv_seal_hash_t) >= sizeof(crypto_generichash_state),
                "nsrv_seal_hash_t too small for crypto_generichash_state");
@@ -120,15 +121,8 @@ int nsrv_seal_b64_decode32(const char *text, size_t len, uint8_t out[32]) {
 
 /* Decimal 0..max, 1-3 digits, nothing else. */
 static int parse_small(const char *p, size_t len, unsigned max, uint8_t *out) {
-    if (len == 0 || len > 3)
-        return -EINVAL;
-    unsigned v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -EINVAL;
-        v = v * 10 + (unsigned)(p[i] - '0');
-    }
-    if (v > max)
+    uint64_t v;
+    if (len > 3 || !nsrv_parse_uint(p, len, max, &v))
         return -EINVAL;
     *out = (uint8_t)v;
     return 0;

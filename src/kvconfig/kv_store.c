@@ -6,7 +6,6 @@
  * is fuzzed by src/kvconfig/fuzz/fuzz_kv_load.c. Loop thread only; blocking.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,23 +16,12 @@
 #include "nsrv/fileio.h"
 #include "nsrv/json.h"
 #include "nsrv/log.h"
+#include "nsrv/text.h"
 
 #include "kv_int.h"
 
 /* Arena chunk for one parse; a typical kvConfig.json is a few hundred bytes. */
 #define PARSE_ARENA_CHUNK 16384
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t err_len, const char *fmt, ...) {
-    if (!err || !err_len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_len, fmt, ap);
-    va_end(ap);
-}
 
 /*
  * Compact JSON text of a parsed value. fastjson turns a JSON object or array
@@ -94,14 +82,14 @@ static void load_namespace(nsrv_kv_ns_t *ns, const nsrv_json_t *obj, nsrv_buf_t 
 /* Builds a separate table from the parse tree, so a bad file changes nothing. */
 static int build_table(const nsrv_json_t *root, nsrv_kv_ns_t **table, char *err, size_t err_len) {
     if (root->type != NSRV_JSON_OBJECT) {
-        set_err(err, err_len, "top level is not a JSON object");
+        nsrv_fail(err, err_len, 0, "top level is not a JSON object");
         return NSRV_EJSON;
     }
     const nsrv_json_t *ct = nsrv_json_get(root, "configTable");
     if (!ct || ct->type == NSRV_JSON_NULL)
         return 0;
     if (ct->type != NSRV_JSON_OBJECT) {
-        set_err(err, err_len, "\"configTable\" is not a JSON object");
+        nsrv_fail(err, err_len, 0, "\"configTable\" is not a JSON object");
         return NSRV_EJSON;
     }
     nsrv_buf_t scratch = NSRV_BUF_INIT;
@@ -110,7 +98,7 @@ static int build_table(const nsrv_json_t *root, nsrv_kv_ns_t **table, char *err,
         if (n->type == NSRV_JSON_NULL)
             continue;
         if (n->type != NSRV_JSON_OBJECT) {
-            set_err(err, err_len, "namespace '%.64s' is not a JSON object", n->key);
+            nsrv_fail(err, err_len, 0, "namespace '%.64s' is not a JSON object", n->key);
             rc = NSRV_EJSON;
             break;
         }
@@ -138,14 +126,6 @@ int nsrv__kv_load_text(nsrv_kv_t *kv, const char *text, size_t len, char *err, s
     return rc < 0 ? rc : 0;
 }
 
-static bool is_blank(const char *s, size_t len) {
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
-            return false;
-    }
-    return true;
-}
-
 /*
  * Reads and loads one file. Returns 0, 1 if it is blank (nothing loaded),
  * -ENOENT if missing, NSRV_EJSON or another -errno, with a message in err.
@@ -155,10 +135,10 @@ static int load_file(nsrv_kv_t *kv, const char *path, char *err, size_t err_len)
     size_t len = 0;
     int rc = nsrv_file_read_all(path, NSRV_KV_MAX_FILE_BYTES, &text, &len);
     if (rc < 0) {
-        set_err(err, err_len, "cannot read: %s", nsrv_strerror(rc));
+        nsrv_fail(err, err_len, 0, "cannot read: %s", nsrv_strerror(rc));
         return rc;
     }
-    if (is_blank(text, len))
+    if (nsrv_is_blank(text, len))
         rc = 1;
     else
         rc = nsrv__kv_load_text(kv, text, len, err, err_len);
@@ -204,8 +184,8 @@ int nsrv_kv_load(nsrv_kv_t *kv, char *err, size_t err_len) {
         /* An empty file is an empty table for Java too. */
         nsrv_log_warn("KV", "kv config file '%s' is empty, starting with no kv config", kv->path);
     } else {
-        set_err(err, err_len, "%s: %s; %s: %s", kv->path, main_err, bak,
-                bak_rc == 1 ? "empty" : bak_err);
+        nsrv_fail(err, err_len, 0, "%s: %s; %s: %s", kv->path, main_err, bak,
+                  bak_rc == 1 ? "empty" : bak_err);
         result = rc;
     }
     nsrv_free(bak);

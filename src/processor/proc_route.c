@@ -2,7 +2,6 @@
 /*
  * Route, topic list, broker permission and member group requests (spec §2.8-§2.17, §2.20).
  */
-#include <ctype.h>
 #include <string.h>
 
 #include "nsrv/config.h"
@@ -10,19 +9,10 @@
 #include "nsrv/mq_version.h"
 #include "nsrv/register_body.h"
 #include "nsrv/route.h"
+#include "nsrv/text.h"
 #include "proc_int.h"
 
 #define ORDER_TOPIC_NS "ORDER_TOPIC_CONFIG"
-
-static bool is_blank(const char *s) {
-    if (!s)
-        return true;
-    for (; *s; s++) {
-        if (!isspace((unsigned char)*s))
-            return false;
-    }
-    return true;
-}
 
 void nsrv_proc_get_route_info(nsrv_proc_ctx_t *ctx) {
     struct nsrv_config *cfg = ctx->p->cfg;
@@ -40,7 +30,8 @@ void nsrv_proc_get_route_info(nsrv_proc_ctx_t *ctx) {
     if (topic && cfg->order_message_enable)
         order_conf = nsrv_kv_get(ctx->p->kv, ORDER_TOPIC_NS, topic);
     const char *zone = NULL;
-    if (nsrv_proc_ext_true(ctx, "__ZONE_MODE") && !is_blank(nsrv_proc_ext(ctx, "__ZONE_NAME")))
+    if (nsrv_proc_ext_true(ctx, "__ZONE_MODE") &&
+        !nsrv_is_blank_c(nsrv_proc_ext(ctx, "__ZONE_NAME")))
         zone = nsrv_proc_ext(ctx, "__ZONE_NAME");
     const char *body = NULL;
     size_t len = 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nsrv/alloc.h"
+#include "nsrv/text.h"
 #include "proc_int.h"
 
 nsrv_processor_t *nsrv_processor_create(struct nsrv_config *cfg, nsrv_route_t *rt, nsrv_kv_t *kv,
@@ -119,16 +120,7 @@ const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key) {
 
 bool nsrv_proc_ext_i64(const nsrv_proc_ctx_t *ctx, const char *key, int64_t *out) {
     const char *v = nsrv_proc_ext(ctx, key);
-    if (!v || !*v)
-        return false;
-    errno = 0;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    /* Long.parseLong accepts no whitespace or trailing garbage. */
-    if (errno != 0 || *end != '\0' || v[0] == ' ' || v[0] == '\t')
-        return false;
-    *out = (int64_t)x;
-    return true;
+    return v && nsrv_parse_int(v, strlen(v), INT64_MIN, INT64_MAX, out);
 }
 
 bool nsrv_proc_ext_true(const nsrv_proc_ctx_t *ctx, const char *key) {

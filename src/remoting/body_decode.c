@@ -19,6 +19,7 @@
 #include "body_int.h"
 #include "nsrv/common.h"
 #include "nsrv/json.h"
+#include "nsrv/text.h"
 
 int nsrv__body_fail(nsrv_body_dctx_t *d, const char *fmt, ...) {
     if (d->err && d->err_len) {
@@ -87,27 +88,9 @@ int nsrv__body_get_str(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *wh
     return 0;
 }
 
-/* Java Integer.parseInt: optional sign, then decimal digits only, in int32 range. */
 bool nsrv__body_parse_i32(const char *s, size_t n, int32_t *out) {
-    size_t i = 0;
-    bool neg = false;
-    if (n > 0 && (s[0] == '-' || s[0] == '+')) {
-        neg = s[0] == '-';
-        i = 1;
-    }
-    if (i == n)
-        return false;
-    int64_t v = 0;
-    for (; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (s[i] - '0');
-        if (v > (int64_t)INT32_MAX + 1)
-            return false;
-    }
-    if (neg)
-        v = -v;
-    if (v > INT32_MAX)
+    int64_t v;
+    if (!nsrv_parse_int(s, n, INT32_MIN, INT32_MAX, &v))
         return false;
     *out = (int32_t)v;
     return true;

@@ -37,7 +37,7 @@ int nsrv__body_get_i64(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *wh
 int nsrv__body_get_i32(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what, int32_t *out);
 int nsrv__body_get_str(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what,
                        const char **out);
-/* Java Integer.parseInt of s[0..n). */
+/* Java Integer.parseInt of s[0..n) (nsrv_parse_int in int32 range). */
 bool nsrv__body_parse_i32(const char *s, size_t n, int32_t *out);
 
 int nsrv__body_data_version_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,

@@ -7,19 +7,11 @@
  */
 #include "nsrv/route.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
+#include "nsrv/text.h"
 #include "route_int.h"
-
-static bool is_blank(const char *s) {
-    for (; *s; s++) {
-        if (!isspace((unsigned char)*s))
-            return false;
-    }
-    return true;
-}
 
 /*
  * The hot path. A valid cache entry was built from the current state: every
@@ -33,7 +25,7 @@ int nsrv_route_topic_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_
     rt_topic_t *t = nsrv__route_topic_find(rt, topic);
     if (!t)
         return -ENOENT;
-    if (zone && !is_blank(zone)) {
+    if (zone && !nsrv_is_blank_c(zone)) {
         /* Zone-filtered replies are re-encoded in default mode (spec §2.8). */
         nsrv_buf_reset(&rt->scratch);
         int rc = nsrv__route_encode_route(rt, t, NSRV_ROUTE_JSON_DEFAULT, order_conf, zone,

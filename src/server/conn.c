@@ -22,6 +22,7 @@
 #include "nsrv/config.h"
 #include "nsrv/log.h"
 #include "nsrv/mq_version.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/processor.h"
 #include "nsrv/route.h"
 #include "server_int.h"
@@ -386,18 +387,8 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
     struct sockaddr_storage ss;
     int len = sizeof ss;
     strcpy(c->peer, "?");
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
-        char ip[48] = "";
-        int port = 0;
-        if (ss.ss_family == AF_INET) {
-            uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
-            port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-        } else if (ss.ss_family == AF_INET6) {
-            uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
-            port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-        }
-        snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
-    }
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+        nsrv_sockaddr_format((const struct sockaddr *)&ss, c->peer, sizeof c->peer);
     c->next = srv->conns;
     if (srv->conns)
         srv->conns->prev = c;

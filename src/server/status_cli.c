@@ -20,6 +20,7 @@
 #include "nsrv/buf.h"
 #include "nsrv/config.h"
 #include "nsrv/json.h"
+#include "nsrv/netaddr.h"
 
 /* The status JSON of a big node is well under this; a cap keeps a bad peer harmless. */
 #define STATUS_MAX_REPLY (64u << 20)
@@ -141,13 +142,12 @@ int nsrv_status_cli(int argc, char **argv) {
         snprintf(port, sizeof port, "%d", cfg.status_port);
         nsrv_config_free(&cfg);
     } else if (target) {
-        const char *colon = strrchr(target, ':');
-        if (!colon || colon == target) {
+        uint16_t p;
+        if (nsrv_hostport_split(target, host, sizeof host, &p) != 0) {
             nsrv_status_cli_usage(stderr);
             return 1;
         }
-        snprintf(host, sizeof host, "%.*s", (int)(colon - target), target);
-        snprintf(port, sizeof port, "%s", colon + 1);
+        snprintf(port, sizeof port, "%u", (unsigned)p);
     }
     nsrv_buf_t reply = NSRV_BUF_INIT;
     if (fetch(host, port, &reply, err, sizeof err) != 0) {

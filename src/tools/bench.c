@@ -25,7 +25,9 @@
 #include "nsrv/alloc.h"
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/remoting.h"
+#include "nsrv/text.h"
 
 #define MAX_CONNS 512
 #define MAX_DEPTH 256
@@ -58,6 +60,15 @@ static uint64_t now_us(void) {
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* A whole decimal int argument; false for anything else. */
+static bool arg_int(const char *v, int *out) {
+    int64_t x;
+    if (!nsrv_parse_int(v, strlen(v), INT32_MIN, INT32_MAX, &x))
+        return false;
+    *out = (int)x;
+    return true;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: nsrv-bench -a HOST:PORT [-c CONNS] [-d DEPTH] [-s SECONDS] "
                     "[-v VERSION] [-t TOPIC]... [--brokers N --topics M (brokersim names)]\n");
@@ -74,23 +85,26 @@ int main(int argc, char **argv) {
             usage();
             return 2;
         }
+        bool ok = true;
         if (!strcmp(a, "-a"))
             addr = v;
         else if (!strcmp(a, "-c"))
-            conns = atoi(v);
+            ok = arg_int(v, &conns);
         else if (!strcmp(a, "-d"))
-            depth = atoi(v);
+            ok = arg_int(v, &depth);
         else if (!strcmp(a, "-s"))
-            seconds = atoi(v);
+            ok = arg_int(v, &seconds);
         else if (!strcmp(a, "-v"))
-            version = atoi(v);
+            ok = arg_int(v, &version);
         else if (!strcmp(a, "-t") && n_topics < 64)
             topics[n_topics++] = v;
         else if (!strcmp(a, "--brokers"))
-            sim_brokers = atoi(v);
+            ok = arg_int(v, &sim_brokers);
         else if (!strcmp(a, "--topics"))
-            sim_topics = atoi(v);
-        else {
+            ok = arg_int(v, &sim_topics);
+        else
+            ok = false;
+        if (!ok) {
             usage();
             return 2;
         }
@@ -100,15 +114,14 @@ int main(int argc, char **argv) {
         usage();
         return 2;
     }
-    const char *colon = strrchr(addr, ':');
     struct sockaddr_in sa = {.sin_family = AF_INET};
     char host[64];
-    if (!colon || (size_t)(colon - addr) >= sizeof host) {
+    uint16_t port;
+    if (nsrv_hostport_split(addr, host, sizeof host, &port) != 0) {
         usage();
         return 2;
     }
-    snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
-    sa.sin_port = htons((uint16_t)atoi(colon + 1));
+    sa.sin_port = htons(port);
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
         fprintf(stderr, "nsrv-bench: IPv4 address expected: %s\n", host);
         return 2;

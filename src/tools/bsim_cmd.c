@@ -5,9 +5,9 @@
  * and a bad line yields an error text for the "err <reason>" reply. Pure.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 
+#include "nsrv/text.h"
 #include "bsim_int.h"
 
 typedef struct {
@@ -30,34 +30,10 @@ static const verb_def_t VERBS[] = {
  * simulator checks it against its real node count. */
 #define NODE_INDEX_MAX 1000000
 
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t err_len, const char *fmt, ...) {
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
-static bool is_blank(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 /* Non-negative decimal below `max` from s[0..len); -1 if not one. */
 static int32_t parse_index(const char *s, size_t len, int32_t max) {
-    if (len == 0 || len > 7)
-        return -1;
-    int32_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v <= max ? v : -1;
+    uint64_t v;
+    return nsrv_parse_uint(s, len, (uint64_t)max, &v) ? (int32_t)v : -1;
 }
 
 int nsrv__bsim_cmd_parse(const char *line, size_t len, nsrv_bsim_cmd_t *out, char *err,
@@ -68,17 +44,17 @@ int nsrv__bsim_cmd_parse(const char *line, size_t len, nsrv_bsim_cmd_t *out, cha
     size_t nw = 0;
     size_t i = 0;
     while (i < len) {
-        while (i < len && is_blank(line[i]))
+        while (i < len && nsrv_is_space(line[i]))
             i++;
         if (i == len)
             break;
         if (line[i] == '\0')
-            return fail(err, err_len, "NUL byte in command");
+            return nsrv_fail(err, err_len, -EINVAL, "NUL byte in command");
         size_t start = i;
-        while (i < len && !is_blank(line[i]) && line[i] != '\0')
+        while (i < len && !nsrv_is_space(line[i]) && line[i] != '\0')
             i++;
         if (nw == NSRV_ARRAY_LEN(w))
-            return fail(err, err_len, "too many words");
+            return nsrv_fail(err, err_len, -EINVAL, "too many words");
         w[nw] = line + start;
         wl[nw] = i - start;
         nw++;
@@ -97,16 +73,16 @@ int nsrv__bsim_cmd_parse(const char *line, size_t len, nsrv_bsim_cmd_t *out, cha
         if (strlen(VERBS[k].word) == wl[0] && memcmp(VERBS[k].word, w[0], wl[0]) == 0)
             d = &VERBS[k];
     if (!d)
-        return fail(err, err_len,
-                    "unknown command '%.*s' (stop, die, freeze, resume, bump, cut, cut-close, "
-                    "heal, stats, list, quit)",
-                    (int)NSRV_MIN(wl[0], (size_t)64), w[0]);
+        return nsrv_fail(err, err_len, -EINVAL,
+                         "unknown command '%.*s' (stop, die, freeze, resume, bump, cut, cut-close, "
+                         "heal, stats, list, quit)",
+                         (int)NSRV_MIN(wl[0], (size_t)64), w[0]);
     size_t want = 1 + (d->has_target ? 1 : 0) + (d->has_node ? 1 : 0);
     if (nw != want)
-        return fail(err, err_len, "%s: want %s", d->word,
-                    d->has_node     ? "<broker>[/<id>]|all <node-index>"
-                    : d->has_target ? "<broker>[/<id>]|all"
-                                    : "no arguments");
+        return nsrv_fail(err, err_len, -EINVAL, "%s: want %s", d->word,
+                         d->has_node     ? "<broker>[/<id>]|all <node-index>"
+                         : d->has_target ? "<broker>[/<id>]|all"
+                                         : "no arguments");
     c.verb = d->verb;
     if (d->has_target) {
         const char *t = w[1];
@@ -114,12 +90,13 @@ int nsrv__bsim_cmd_parse(const char *line, size_t len, nsrv_bsim_cmd_t *out, cha
         const char *slash = memchr(t, '/', tl);
         size_t name_len = slash ? (size_t)(slash - t) : tl;
         if (!nsrv__bsim_name_ok(t, name_len))
-            return fail(err, err_len, "bad broker name '%.*s'", (int)NSRV_MIN(tl, (size_t)64), t);
+            return nsrv_fail(err, err_len, -EINVAL, "bad broker name '%.*s'",
+                             (int)NSRV_MIN(tl, (size_t)64), t);
         if (slash) {
             c.member_id = parse_index(slash + 1, tl - name_len - 1, NSRV_BSIM_MAX_SLAVES);
             if (c.member_id < 0 || (name_len == 3 && memcmp(t, "all", 3) == 0))
-                return fail(err, err_len, "bad broker id in '%.*s'", (int)NSRV_MIN(tl, (size_t)64),
-                            t);
+                return nsrv_fail(err, err_len, -EINVAL, "bad broker id in '%.*s'",
+                                 (int)NSRV_MIN(tl, (size_t)64), t);
         }
         memcpy(c.target, t, name_len);
         c.target[name_len] = '\0';
@@ -127,8 +104,8 @@ int nsrv__bsim_cmd_parse(const char *line, size_t len, nsrv_bsim_cmd_t *out, cha
     if (d->has_node) {
         c.node = parse_index(w[2], wl[2], NODE_INDEX_MAX);
         if (c.node < 0)
-            return fail(err, err_len, "bad node index '%.*s'", (int)NSRV_MIN(wl[2], (size_t)16),
-                        w[2]);
+            return nsrv_fail(err, err_len, -EINVAL, "bad node index '%.*s'",
+                             (int)NSRV_MIN(wl[2], (size_t)16), w[2]);
     }
     *out = c;
     return 0;

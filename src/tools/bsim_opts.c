@@ -4,13 +4,15 @@
  * getopt state, so the unit tests can call it repeatedly), range checks and
  * the generated broker names and fake addresses. Pure code.
  */
+#include <arpa/inet.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/remoting.h"
+#include "nsrv/text.h"
 #include "bsim_int.h"
 
 /* Java BrokerConfig defaults: listenPort 10911 is the real broker's; we start
@@ -24,19 +26,6 @@
 #define DEFAULT_REQ_TIMEOUT_MS 24000
 /* Below 10 ms the timers, not the server, would be measured. */
 #define MIN_PERIOD_MS 10
-
-static int fail(char *err, size_t err_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t err_len, const char *fmt, ...) {
-    if (err && err_len) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_len, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
 
 void nsrv__bsim_opts_defaults(nsrv_bsim_opts_t *o) {
     memset(o, 0, sizeof(*o));
@@ -72,71 +61,35 @@ bool nsrv__bsim_name_ok(const char *s, size_t len) {
 
 /* Decimal in [min, max]; no sign, no blanks, no trailing junk. */
 static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
-    if (!s || !*s)
-        return -EINVAL;
-    uint64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return -EINVAL;
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -EINVAL;
-        v = v * 10 + d;
-    }
-    if (v < min || v > max)
+    uint64_t v;
+    if (!s || !nsrv_parse_uint(s, strlen(s), max, &v) || v < min)
         return -EINVAL;
     *out = v;
     return 0;
 }
 
-/* IPv4 dotted quad, each part 0..255. */
-static bool ipv4_ok(const char *s, size_t len) {
-    int parts = 0, digits = 0, val = 0;
-    for (size_t i = 0; i <= len; i++) {
-        if (i == len || s[i] == '.') {
-            if (digits == 0 || val > 255)
-                return false;
-            parts++;
-            digits = val = 0;
-        } else if (s[i] >= '0' && s[i] <= '9' && digits < 3) {
-            val = val * 10 + (s[i] - '0');
-            digits++;
-        } else {
-            return false;
-        }
-    }
-    return parts == 4;
+/* An IPv4 literal, as uv_ip4_addr will take it. */
+static bool is_ipv4(const char *s) {
+    struct in_addr a4;
+    return inet_pton(AF_INET, s, &a4) == 1;
 }
 
 static int parse_node(nsrv_bsim_opts_t *o, const char *s, size_t len, char *err, size_t err_len) {
-    const char *colon = NULL;
-    for (size_t i = 0; i < len; i++)
-        if (s[i] == ':')
-            colon = s + i;
-    if (!colon)
-        return fail(err, err_len, "nameserver '%.*s': want host:port", (int)len, s);
-    size_t hlen = (size_t)(colon - s);
-    char port_txt[16];
-    size_t plen = len - hlen - 1;
-    uint64_t port;
-    if (plen == 0 || plen >= sizeof(port_txt))
-        return fail(err, err_len, "nameserver '%.*s': bad port", (int)len, s);
-    memcpy(port_txt, colon + 1, plen);
-    port_txt[plen] = '\0';
-    if (parse_u64(port_txt, 1, 65535, &port) < 0)
-        return fail(err, err_len, "nameserver '%.*s': bad port", (int)len, s);
+    char text[96], host[64];
+    uint16_t port;
+    snprintf(text, sizeof text, "%.*s", (int)NSRV_MIN(len, sizeof text - 1), s);
+    if (len >= sizeof text || nsrv_hostport_split(text, host, sizeof host, &port) != 0)
+        return nsrv_fail(err, err_len, -EINVAL, "nameserver '%.*s': want host:port", (int)len, s);
     if (o->n_nodes == NSRV_BSIM_MAX_NODES)
-        return fail(err, err_len, "more than %d nameservers", NSRV_BSIM_MAX_NODES);
+        return nsrv_fail(err, err_len, -EINVAL, "more than %d nameservers", NSRV_BSIM_MAX_NODES);
+    if (strcmp(host, "localhost") == 0)
+        snprintf(host, sizeof host, "127.0.0.1");
+    else if (!is_ipv4(host))
+        return nsrv_fail(err, err_len, -EINVAL, "nameserver '%.*s': host must be an IPv4 address",
+                         (int)len, s);
     nsrv_bsim_node_t *n = &o->nodes[o->n_nodes];
-    if (hlen == 9 && memcmp(s, "localhost", 9) == 0) {
-        snprintf(n->host, sizeof(n->host), "127.0.0.1");
-    } else if (ipv4_ok(s, hlen)) {
-        memcpy(n->host, s, hlen);
-        n->host[hlen] = '\0';
-    } else {
-        return fail(err, err_len, "nameserver '%.*s': host must be an IPv4 address", (int)len, s);
-    }
-    n->port = (int)port;
+    snprintf(n->host, sizeof n->host, "%s", host);
+    n->port = port;
     o->n_nodes++;
     return 0;
 }
@@ -157,7 +110,7 @@ int nsrv__bsim_opts_parse_nodes(nsrv_bsim_opts_t *o, const char *list, char *err
         }
     }
     if (o->n_nodes == 0)
-        return fail(err, err_len, "empty nameserver list");
+        return nsrv_fail(err, err_len, -EINVAL, "empty nameserver list");
     return 0;
 }
 
@@ -253,8 +206,9 @@ static int set_name(char *dst, size_t dst_len, const char *v, const char *what, 
                     size_t err_len) {
     size_t n = strlen(v);
     if (!nsrv__bsim_name_ok(v, n) || n >= dst_len)
-        return fail(err, err_len, "%s '%s': want 1..%zu characters of [A-Za-z0-9_%%|.-]", what, v,
-                    dst_len - 1);
+        return nsrv_fail(err, err_len, -EINVAL,
+                         "%s '%s': want 1..%zu characters of [A-Za-z0-9_%%|.-]", what, v,
+                         dst_len - 1);
     memcpy(dst, v, n + 1);
     return 0;
 }
@@ -266,8 +220,9 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
 #define NUM(min, max)                                                                              \
     do {                                                                                           \
         if (parse_u64(v, (min), (max), &u) < 0)                                                    \
-            return fail(err, err_len, "--%s '%s': want an integer in [%llu, %llu]", d->long_name,  \
-                        v, (unsigned long long)(min), (unsigned long long)(max));                  \
+            return nsrv_fail(err, err_len, -EINVAL, "--%s '%s': want an integer in [%llu, %llu]",  \
+                             d->long_name, v, (unsigned long long)(min),                           \
+                             (unsigned long long)(max));                                           \
     } while (0)
     switch (d->id) {
     case OPT_NAMESRV:
@@ -313,14 +268,15 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
     case OPT_HEARTBEAT:
         NUM(0, MAX_DURATION_MS);
         if (u != 0 && u < MIN_PERIOD_MS)
-            return fail(err, err_len, "--heartbeat %s: 0 or at least %d", v, MIN_PERIOD_MS);
+            return nsrv_fail(err, err_len, -EINVAL, "--heartbeat %s: 0 or at least %d", v,
+                             MIN_PERIOD_MS);
         o->heartbeat_ms = u;
         break;
     case OPT_HEARTBEAT_CODE:
         NUM(0, 100000);
         if (u != NSRV_REQ_QUERY_DATA_VERSION && u != NSRV_REQ_BROKER_HEARTBEAT)
-            return fail(err, err_len, "--heartbeat-code %s: want %d or %d", v,
-                        NSRV_REQ_QUERY_DATA_VERSION, NSRV_REQ_BROKER_HEARTBEAT);
+            return nsrv_fail(err, err_len, -EINVAL, "--heartbeat-code %s: want %d or %d", v,
+                             NSRV_REQ_QUERY_DATA_VERSION, NSRV_REQ_BROKER_HEARTBEAT);
         o->heartbeat_code = (int32_t)u;
         break;
     case OPT_TIMEOUT:
@@ -339,14 +295,14 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
         else if (strcmp(v, "rocketmq") == 0 || strcmp(v, "ROCKETMQ") == 0)
             o->ser_type = NSRV_SER_ROCKETMQ;
         else
-            return fail(err, err_len, "--ser '%s': want json or rocketmq", v);
+            return nsrv_fail(err, err_len, -EINVAL, "--ser '%s': want json or rocketmq", v);
         break;
     case OPT_ZONE:
         rc = set_name(o->zone, sizeof(o->zone), v, "--zone", err, err_len);
         break;
     case OPT_ADDR_HOST:
-        if (!ipv4_ok(v, strlen(v)) || strlen(v) >= sizeof(o->addr_host))
-            return fail(err, err_len, "--addr-host '%s': want an IPv4 address", v);
+        if (!is_ipv4(v) || strlen(v) >= sizeof(o->addr_host))
+            return nsrv_fail(err, err_len, -EINVAL, "--addr-host '%s': want an IPv4 address", v);
         snprintf(o->addr_host, sizeof(o->addr_host), "%s", v);
         break;
     case OPT_ADDR_BASE:
@@ -381,7 +337,8 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
     case OPT_LOG_LEVEL: {
         int lvl = nsrv_log_level_parse(v);
         if (lvl < 0)
-            return fail(err, err_len, "--log-level '%s': want error|warn|notice|info|debug", v);
+            return nsrv_fail(err, err_len, -EINVAL,
+                             "--log-level '%s': want error|warn|notice|info|debug", v);
         o->log_level = lvl;
         break;
     }
@@ -410,19 +367,19 @@ static const opt_def_t *find_short(char c) {
 /* Cross-option checks that single values cannot catch. */
 static int validate(const nsrv_bsim_opts_t *o, char *err, size_t err_len) {
     if (o->n_nodes == 0)
-        return fail(err, err_len, "-n/--namesrv is required");
+        return nsrv_fail(err, err_len, -EINVAL, "-n/--namesrv is required");
     /* Members get consecutive ports, their HA addresses the same count above. */
     uint64_t members = (uint64_t)o->n_brokers * (o->n_slaves + 1);
     if ((uint64_t)o->addr_base + 2 * members - 1 > 65535)
-        return fail(err, err_len,
-                    "%llu brokers need ports %u..%llu (addresses and HA addresses): lower "
-                    "--addr-base or the broker count",
-                    (unsigned long long)members, o->addr_base,
-                    (unsigned long long)(o->addr_base + 2 * members - 1));
+        return nsrv_fail(err, err_len, -EINVAL,
+                         "%llu brokers need ports %u..%llu (addresses and HA addresses): lower "
+                         "--addr-base or the broker count",
+                         (unsigned long long)members, o->addr_base,
+                         (unsigned long long)(o->addr_base + 2 * members - 1));
     uint64_t topics = (uint64_t)o->n_topics + o->n_shared;
     if (topics > NSRV_BSIM_MAX_TOPICS)
-        return fail(err, err_len, "%llu topics per broker: at most %d", (unsigned long long)topics,
-                    NSRV_BSIM_MAX_TOPICS);
+        return nsrv_fail(err, err_len, -EINVAL, "%llu topics per broker: at most %d",
+                         (unsigned long long)topics, NSRV_BSIM_MAX_TOPICS);
     return 0;
 }
 
@@ -438,22 +395,23 @@ int nsrv__bsim_opts_parse(nsrv_bsim_opts_t *o, int argc, char *const *argv, char
             size_t nlen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
             d = find_long(a + 2, nlen);
             if (!d)
-                return fail(err, err_len, "unknown option '%s'", a);
+                return nsrv_fail(err, err_len, -EINVAL, "unknown option '%s'", a);
             if (eq) {
                 if (!d->has_arg)
-                    return fail(err, err_len, "option '--%s' takes no value", d->long_name);
+                    return nsrv_fail(err, err_len, -EINVAL, "option '--%s' takes no value",
+                                     d->long_name);
                 val = eq + 1;
             }
         } else if (a[0] == '-' && a[1] != '\0' && a[2] == '\0') {
             d = find_short(a[1]);
             if (!d)
-                return fail(err, err_len, "unknown option '%s'", a);
+                return nsrv_fail(err, err_len, -EINVAL, "unknown option '%s'", a);
         } else {
-            return fail(err, err_len, "unexpected argument '%s'", a);
+            return nsrv_fail(err, err_len, -EINVAL, "unexpected argument '%s'", a);
         }
         if (d->has_arg && !val) {
             if (i + 1 >= argc)
-                return fail(err, err_len, "option '%s' needs a value", a);
+                return nsrv_fail(err, err_len, -EINVAL, "option '%s' needs a value", a);
             val = argv[++i];
         }
         int rc = apply(o, d, val, err, err_len);

@@ -69,6 +69,7 @@ static void test_bad_lists(void **state) {
         "x@127.0.0.2:9878",                  /* bad id */
         "0@127.0.0.2:9878",                  /* id out of range */
         "255@127.0.0.2:9878",                /* id out of range */
+        "+2@127.0.0.2:9878",                 /* a sign is not a digit */
         "1@127.0.0.2:9878",                  /* ourselves */
         "2@127.0.0.2:9878,2@127.0.0.3:9878", /* twice */
         "2@host.example:9878",               /* not a literal address */

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Strict number parsing and blank tests (include/nsrv/text.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nsrv/common.h"
+#include "nsrv/text.h"
+
+static bool pint(const char *s, int64_t min, int64_t max, int64_t *out) {
+    return nsrv_parse_int(s, strlen(s), min, max, out);
+}
+
+static void test_parse_int(void **state) {
+    (void)state;
+    int64_t v = 0;
+    assert_true(pint("0", INT64_MIN, INT64_MAX, &v));
+    assert_int_equal(v, 0);
+    assert_true(pint("+17", INT64_MIN, INT64_MAX, &v));
+    assert_int_equal(v, 17);
+    assert_true(pint("-17", INT64_MIN, INT64_MAX, &v));
+    assert_int_equal(v, -17);
+    assert_true(pint("9223372036854775807", INT64_MIN, INT64_MAX, &v));
+    assert_true(v == INT64_MAX);
+    assert_true(pint("-9223372036854775808", INT64_MIN, INT64_MAX, &v));
+    assert_true(v == INT64_MIN);
+    assert_true(pint("-2147483648", INT32_MIN, INT32_MAX, &v));
+    assert_true(v == INT32_MIN);
+    /* Long.parseLong refuses all of these; strtoll would take several. */
+    const char *bad[] = {"",
+                         "+",
+                         "-",
+                         " 1",
+                         "\n1",
+                         "\t1",
+                         "1 ",
+                         "1x",
+                         "0x10",
+                         "1.0",
+                         "--1",
+                         "+-1",
+                         "1e3",
+                         "\xef\xbc\x99",
+                         "9223372036854775808",
+                         "-9223372036854775809"};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(bad); i++) {
+        v = 42;
+        if (pint(bad[i], INT64_MIN, INT64_MAX, &v))
+            fail_msg("accepted '%s'", bad[i]);
+        assert_int_equal(v, 42);
+    }
+    assert_false(pint("2147483648", INT32_MIN, INT32_MAX, &v));
+    assert_false(pint("-2147483649", INT32_MIN, INT32_MAX, &v));
+    assert_false(pint("5", 6, 9, &v));
+    assert_false(nsrv_parse_int(NULL, 0, 0, 1, &v));
+    /* Only len bytes count. */
+    assert_true(nsrv_parse_int("123456", 3, INT64_MIN, INT64_MAX, &v));
+    assert_int_equal(v, 123);
+}
+
+static void test_parse_uint(void **state) {
+    (void)state;
+    uint64_t v = 0;
+    assert_true(nsrv_parse_uint("18446744073709551615", 20, UINT64_MAX, &v));
+    assert_true(v == UINT64_MAX);
+    assert_false(nsrv_parse_uint("18446744073709551616", 20, UINT64_MAX, &v));
+    assert_true(nsrv_parse_uint("254", 3, 254, &v));
+    assert_int_equal(v, 254);
+    assert_false(nsrv_parse_uint("255", 3, 254, &v));
+    assert_false(nsrv_parse_uint("+1", 2, 9, &v));
+    assert_false(nsrv_parse_uint("-1", 2, 9, &v));
+    assert_false(nsrv_parse_uint("", 0, 9, &v));
+    assert_false(nsrv_parse_uint(" 1", 2, 9, &v));
+}
+
+static void test_blank(void **state) {
+    (void)state;
+    assert_true(nsrv_is_blank("", 0));
+    assert_true(nsrv_is_blank(" \t\r\n\v\f", 6));
+    assert_false(nsrv_is_blank(" x ", 3));
+    assert_false(nsrv_is_blank("\0", 1));
+    assert_true(nsrv_is_blank_c(NULL));
+    assert_true(nsrv_is_blank_c("  "));
+    assert_false(nsrv_is_blank_c(" a"));
+    assert_true(nsrv_is_space('\v'));
+    assert_false(nsrv_is_space('\0'));
+    assert_false(nsrv_is_space('_'));
+}
+
+static void test_fail_and_strerror(void **state) {
+    (void)state;
+    char err[16] = "";
+    assert_int_equal(nsrv_fail(err, sizeof err, -EINVAL, "bad %d", 7), -EINVAL);
+    assert_string_equal(err, "bad 7");
+    assert_int_equal(nsrv_fail(NULL, 0, 3, "x"), 3);
+    assert_int_equal(nsrv_fail(err, 4, 0, "truncated"), 0);
+    assert_string_equal(err, "tru");
+    /* One error space: the gossip codes have text too. */
+    for (int code = NSRV_GOSSIP_ETYPE; code <= NSRV_GOSSIP_ESIZE; code++)
+        assert_string_not_equal(nsrv_strerror(code), "unknown error");
+    assert_string_equal(nsrv_strerror(NSRV_GOSSIP_EBAD_SIG), "bad gossip signature");
+    assert_string_equal(nsrv_strerror(-9100), "unknown error");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_int),
+        cmocka_unit_test(test_parse_uint),
+        cmocka_unit_test(test_blank),
+        cmocka_unit_test(test_fail_and_strerror),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

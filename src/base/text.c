@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Strict number parsing and blank tests (include/nsrv/text.h). */
+#include "nsrv/text.h"
+
+#include <string.h>
+
+bool nsrv_parse_uint(const char *s, size_t len, uint64_t max, uint64_t *out) {
+    if (!s || len == 0)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool nsrv_parse_int(const char *s, size_t len, int64_t min, int64_t max, int64_t *out) {
+    if (!s || len == 0)
+        return false;
+    bool neg = s[0] == '-';
+    size_t skip = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+    uint64_t mag;
+    /* The magnitude of INT64_MIN is one more than INT64_MAX. */
+    uint64_t lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    if (!nsrv_parse_uint(s + skip, len - skip, lim, &mag))
+        return false;
+    int64_t v = neg ? (mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag) : (int64_t)mag;
+    if (v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool nsrv_is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+bool nsrv_is_blank(const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        if (!nsrv_is_space(s[i]))
+            return false;
+    }
+    return true;
+}
+
+bool nsrv_is_blank_c(const char *s) {
+    return !s || nsrv_is_blank(s, strlen(s));
+}
