@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The gossip engine: what a node tells its peers and what it does with what
- * they tell it (proto/gossip.md §5, §7, §9.4). No sockets and no clocks of
- * its own: the I/O layer (transport.c) passes datagrams, pull replies and
- * the time in, and sends what the engine emits. Loop thread only.
+ * they tell it (proto/gossip.md §5, §7, §9.4), and when: every timing rule
+ * (nsrv/gossip_timing.h) is decided here. A sans-I/O state machine: no
+ * sockets, no clocks and no timers of its own. The I/O layer (transport.c,
+ * or the simulator in the tests) passes datagrams, pull replies and the time
+ * in, carries out the actions the engine emits, and wakes it at the one
+ * deadline it names. Loop thread only.
  *
  * Rules it keeps (the product, pinned by tests):
  *  - digests carry only this node's direct observations, aged from its last
@@ -37,9 +40,11 @@ typedef struct {
     uint64_t incarnation;
     uint64_t mono_start_ms;
     uint8_t key_id;
-    const uint8_t *sk; /* NSRV_SEAL_SK_LEN bytes, copied */
-    /* Sends one datagram to peer `dst` (a node id). Best effort. */
-    void (*send)(void *ud, uint8_t dst, const uint8_t *dgram, size_t len);
+    const uint8_t *sk;    /* NSRV_SEAL_SK_LEN bytes, copied */
+    uint32_t interval_ms; /* full digest period (gossipIntervalMs) */
+    uint32_t delta_ms;    /* delta period (gossipDeltaMs) */
+    /* Fills buf with random bytes (digest jitter, pull nonces); NULL: libsodium. */
+    void (*random)(void *ud, void *buf, size_t len);
     void *ud;
 } nsrv_gossip_node_opts_t;
 
@@ -48,6 +53,53 @@ nsrv_gossip_node_t *nsrv_gossip_node_create(const nsrv_gossip_node_opts_t *o, ns
                                             nsrv_gossip_peers_t *peers);
 void nsrv_gossip_node_destroy(nsrv_gossip_node_t **n);
 void nsrv_gossip_node_set_key(nsrv_gossip_node_t *n, uint8_t key_id, const uint8_t *sk);
+
+/*
+ * ---- The sans-I/O interface (what transport.c and the simulator use) ----
+ *
+ * Inputs: nsrv_gossip_node_start, nsrv_gossip_node_on_dgram,
+ * nsrv_gossip_node_pull_data / _pull_failed, nsrv_gossip_node_tick (the
+ * time). After each input, drain the outputs with nsrv_gossip_node_poll and
+ * arm one timer for nsrv_gossip_node_deadline.
+ */
+typedef enum {
+    NSRV_GOSSIP_ACT_SEND = 1,    /* send data (one datagram) to peer */
+    NSRV_GOSSIP_ACT_PULL,        /* connect to peer, write data (a PULL_REQ), feed the reply back */
+    NSRV_GOSSIP_ACT_PULL_CANCEL, /* abandon pull `pull_id` to peer: close it, report nothing */
+} nsrv_gossip_act_kind_t;
+
+typedef struct {
+    uint8_t kind; /* nsrv_gossip_act_kind_t */
+    uint8_t peer;
+    uint32_t pull_id;    /* PULL, PULL_CANCEL */
+    const uint8_t *data; /* valid until the next call into the engine */
+    size_t len;
+} nsrv_gossip_action_t;
+
+/* Start (or restart): ask every peer for everything, send SYNC_REQ, schedule. */
+void nsrv_gossip_node_start(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
+/* Runs whatever is due at now (digests, deltas, SYNC retries, pulls, pull deadlines). */
+void nsrv_gossip_node_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
+/* The monotonic time at which nsrv_gossip_node_tick has work next. */
+uint64_t nsrv_gossip_node_deadline(const nsrv_gossip_node_t *n);
+/* The next output, false when there is none left. */
+bool nsrv_gossip_node_poll(nsrv_gossip_node_t *n, nsrv_gossip_action_t *a);
+/*
+ * Reply bytes of pull `pull_id` from peer. Returns NSRV_AGAIN (more wanted),
+ * 0 (complete and applied: close the connection), or an error (the pull
+ * failed: close it). Bytes of a pull the engine no longer waits for are
+ * refused with -ESRCH.
+ */
+int nsrv_gossip_node_pull_data(nsrv_gossip_node_t *n, uint8_t peer, uint32_t pull_id,
+                               const uint8_t *d, size_t len, uint64_t now_mono);
+/* Pull `pull_id` to peer failed (connect, write, read or early close). */
+void nsrv_gossip_node_pull_failed(nsrv_gossip_node_t *n, uint8_t peer, uint32_t pull_id,
+                                  uint64_t now_mono);
+
+/*
+ * ---- The pieces, for tests that drive the engine by hand ----
+ * (the scheduler above calls these; datagrams still go out through poll).
+ */
 
 /* A full digest of our direct observations to every peer. */
 void nsrv_gossip_node_send_full(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
@@ -73,8 +125,6 @@ size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64
                                   size_t cap, bool *all, uint64_t now_mono);
 /* Ask peer_id for everything (start-up, or a peer's new incarnation). */
 void nsrv_gossip_node_want_all(nsrv_gossip_node_t *n, uint8_t peer_id);
-/* A pull failed: its keys are wanted again (from any peer that reports them). */
-void nsrv_gossip_node_pull_failed(nsrv_gossip_node_t *n, uint8_t peer_id, bool all);
 
 /* Builds the PULL_REQ for peer_id into out (u32 length prefixed). */
 int nsrv_gossip_node_pull_request(nsrv_gossip_node_t *n, uint8_t peer_id, const uint64_t *keys,

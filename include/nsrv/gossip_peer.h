@@ -25,6 +25,7 @@
 
 #include "nsrv/arena.h"
 #include "nsrv/gossip_msg.h"
+#include "nsrv/gossip_timing.h"
 
 /* Freshness window on the sender's wall clock (discv4 uses 20 s). */
 #define NSRV_GOSSIP_MAX_SKEW_MS 30000
@@ -45,7 +46,6 @@
  * excess drift only matters over that long if peers are pulled that often.
  */
 #define NSRV_GOSSIP_ANCHOR_DRIFT_PPM 100
-#define NSRV_GOSSIP_ANCHOR_REFRESH_MS 60000
 
 typedef struct nsrv_gossip_peers nsrv_gossip_peers_t;
 typedef struct nsrv_gossip_peer nsrv_gossip_peer_t;

@@ -22,77 +22,19 @@
 #include "nsrv/seal.h"
 #include "nsrv/uthash.h"
 
-/* Explicit unregisters are re-sent with every full digest for this long: the
- * broker timeout plus two digest rounds (gossip-design §6.5 item 4). */
-#define TOMB_KEEP_MS (150 * 1000)
-/* A peer gets at most one full digest per second in answer to SYNC_REQs. */
-#define SYNC_REPLY_MIN_MS 1000
-/* Keys waiting to be pulled from one peer; a peer cannot make us hold more. */
-#define PEND_MAX 65536
-/* Identities no longer in the route table are forgotten after this long. */
-#define IDENT_KEEP_MS (10 * 60 * 1000)
-/* Fresh pulls decode registrations as the newest broker version would send them. */
-#define PULL_BODY_VERSION 479
-
-/* What a bkey stands for; learned from our own table or from pulls. */
-typedef struct {
-    uint64_t bkey;
-    UT_hash_handle hh;
-    char *cluster, *name, *addr;
-    int64_t id;
-    uint8_t via_peer;     /* last peer whose report raised last-seen; 0 none */
-    uint64_t via_seen_ms; /* that report, on our clock */
-    uint64_t touched_ms;  /* last time the route table had it */
-    bool sent;            /* a delta or digest carried it */
-    nsrv_data_version_t sent_dv;
-    uint64_t sent_created; /* the live entry it carried: a returning broker is news */
-} ident_t;
-
-typedef struct {
-    uint64_t key;
-    UT_hash_handle hh;
-    nsrv_data_version_t dv; /* the version the peer reported */
-} pend_t;
-
-typedef struct {
-    uint64_t bkey;
-    nsrv_data_version_t dv;
-    uint64_t event_ms;
-    bool sent;
-} tomb_t;
-
-struct nsrv_gossip_node {
-    nsrv_gossip_node_opts_t o;
-    char cluster[NSRV_GOSSIP_CLUSTER_MAX + 1];
-    nsrv_gossip_sender_t sender;
-    nsrv_route_t *rt;
-    nsrv_gossip_peers_t *peers;
-    ident_t *idents;
-    pend_t *pend[256];
-    size_t n_pend[256];
-    bool pend_all[256];
-    bool got_digest[256];
-    uint64_t last_sync_reply[256];
-    tomb_t *tombs;
-    size_t n_tombs, cap_tombs;
-    uint32_t round;
-    nsrv_arena_t arena;
-    nsrv_buf_t scratch;
-    nsrv_gossip_counters_t c;
-    char source[16];
-};
+#include "node_int.h"
 
 /* ---- identities ---- */
 
-static ident_t *ident_find(nsrv_gossip_node_t *n, uint64_t bkey) {
-    ident_t *i;
+nsrv__ident_t *nsrv__ident_find(nsrv_gossip_node_t *n, uint64_t bkey) {
+    nsrv__ident_t *i;
     HASH_FIND(hh, n->idents, &bkey, sizeof bkey, i);
     return i;
 }
 
-static ident_t *ident_put(nsrv_gossip_node_t *n, uint64_t bkey, nsrv_str_t cluster, nsrv_str_t name,
-                          int64_t id, nsrv_str_t addr, uint64_t now) {
-    ident_t *i = ident_find(n, bkey);
+nsrv__ident_t *nsrv__ident_put(nsrv_gossip_node_t *n, uint64_t bkey, nsrv_str_t cluster,
+                               nsrv_str_t name, int64_t id, nsrv_str_t addr, uint64_t now) {
+    nsrv__ident_t *i = nsrv__ident_find(n, bkey);
     if (!i) {
         i = nsrv_calloc(1, sizeof *i);
         i->bkey = bkey;
@@ -106,7 +48,7 @@ static ident_t *ident_put(nsrv_gossip_node_t *n, uint64_t bkey, nsrv_str_t clust
     return i;
 }
 
-static void ident_free(nsrv_gossip_node_t *n, ident_t *i) {
+static void ident_free(nsrv_gossip_node_t *n, nsrv__ident_t *i) {
     HASH_DEL(n->idents, i);
     nsrv_free(i->cluster);
     nsrv_free(i->name);
@@ -114,89 +56,9 @@ static void ident_free(nsrv_gossip_node_t *n, ident_t *i) {
     nsrv_free(i);
 }
 
-static uint64_t info_bkey(const nsrv_route_live_info_t *li) {
+uint64_t nsrv__info_bkey(const nsrv_route_live_info_t *li) {
     return nsrv_gossip_bkey(nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name), li->broker_id,
                             nsrv_str_c(li->broker_addr));
-}
-
-/* ---- pending pulls ---- */
-
-static void pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
-                     const nsrv_data_version_t *dv) {
-    pend_t *p;
-    HASH_FIND(hh, n->pend[peer], &key, sizeof key, p);
-    if (p) {
-        if (nsrv_data_version_cmp(dv, &p->dv) > 0)
-            p->dv = *dv;
-        return;
-    }
-    if (n->n_pend[peer] >= PEND_MAX)
-        return;
-    p = nsrv_calloc(1, sizeof *p);
-    p->key = key;
-    p->dv = *dv;
-    HASH_ADD(hh, n->pend[peer], key, sizeof p->key, p);
-    n->n_pend[peer]++;
-}
-
-static void pend_clear(nsrv_gossip_node_t *n, uint8_t peer) {
-    pend_t *p, *tmp;
-    HASH_ITER(hh, n->pend[peer], p, tmp) {
-        HASH_DEL(n->pend[peer], p);
-        nsrv_free(p);
-    }
-    n->n_pend[peer] = 0;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t *keys,
-                                  size_t cap, bool *all, uint64_t now_mono) {
-    *all = n->pend_all[peer_id];
-    n->pend_all[peer_id] = false;
-    if (*all) {
-        pend_clear(n, peer_id);
-        return 0;
-    }
-    /* Keys another pull brought in meanwhile (a start-up PULL ALL, another peer)
-     * are not fetched again - unless this peer's clock still needs its anchor. */
-    nsrv_gossip_peer_t *peer = nsrv_gossip_peers_find(n->peers, peer_id);
-    nsrv_gossip_peer_info_t info = {0};
-    if (peer)
-        nsrv_gossip_peer_info(peer, &info);
-    size_t k = 0;
-    pend_t *p, *tmp;
-    HASH_ITER(hh, n->pend[peer_id], p, tmp) {
-        if (k == cap)
-            break;
-        ident_t *i = ident_find(n, p->key);
-        nsrv_route_live_info_t have;
-        bool held = info.has_anchor && i &&
-                    nsrv_route_live_info(n->rt, i->cluster, i->addr, now_mono, &have) &&
-                    nsrv_data_version_cmp(&have.data_version, &p->dv) >= 0;
-        if (!held)
-            keys[k++] = p->key;
-        HASH_DEL(n->pend[peer_id], p);
-        nsrv_free(p);
-        n->n_pend[peer_id]--;
-    }
-    qsort(keys, k, sizeof keys[0], cmp_u64);
-    return k;
-}
-
-void nsrv_gossip_node_want_all(nsrv_gossip_node_t *n, uint8_t peer_id) {
-    n->pend_all[peer_id] = true;
-}
-
-void nsrv_gossip_node_pull_failed(nsrv_gossip_node_t *n, uint8_t peer_id, bool all) {
-    n->c.pulls_failed++;
-    /* Digest-driven keys come back with the peer's next digest; only a lost
-     * start-up pull must be asked for again. */
-    if (all)
-        n->pend_all[peer_id] = true;
 }
 
 /* ---- create ---- */
@@ -217,6 +79,7 @@ nsrv_gossip_node_t *nsrv_gossip_node_create(const nsrv_gossip_node_opts_t *o, ns
     n->peers = peers;
     nsrv_arena_init(&n->arena, 64 * 1024);
     nsrv_buf_init(&n->scratch);
+    nsrv_buf_init(&n->out);
     return n;
 }
 
@@ -224,13 +87,15 @@ void nsrv_gossip_node_destroy(nsrv_gossip_node_t **np) {
     nsrv_gossip_node_t *n = np ? *np : NULL;
     if (!n)
         return;
-    ident_t *i, *tmp;
+    nsrv__ident_t *i, *tmp;
     HASH_ITER(hh, n->idents, i, tmp) {
         ident_free(n, i);
     }
     for (int p = 0; p < 256; p++)
-        pend_clear(n, (uint8_t)p);
+        nsrv__ps_free(n, (uint8_t)p);
     nsrv_free(n->tombs);
+    nsrv_free(n->acts);
+    nsrv_buf_deinit(&n->out);
     nsrv_gossip_sender_deinit(&n->sender);
     nsrv_arena_deinit(&n->arena);
     nsrv_buf_deinit(&n->scratch);
@@ -258,12 +123,12 @@ static int emit_cb(void *ud, const uint8_t *d, size_t len) {
     emit_ctx_t *e = ud;
     e->n->c.dgrams_sent++;
     e->n->c.bytes_sent += len;
-    e->n->o.send(e->n->o.ud, e->dst, d, len);
+    nsrv__emit(e->n, NSRV_GOSSIP_ACT_SEND, e->dst, 0, d, len);
     return 0;
 }
 
-static nsrv_gossip_send_opts_t send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint64_t now_mono,
-                                         int64_t now_wall) {
+nsrv_gossip_send_opts_t nsrv__send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint64_t now_mono,
+                                        int64_t now_wall) {
     nsrv_gossip_send_opts_t so = {dst, n->o.budget, now_mono, now_wall};
     return so;
 }
@@ -281,9 +146,10 @@ static void collect_cb(void *ud, const nsrv_route_live_info_t *li) {
     collect_t *c = ud;
     if (li->last_direct_ms == 0)
         return;
-    uint64_t bkey = info_bkey(li);
-    ident_t *i = ident_put(c->n, bkey, nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name),
-                           li->broker_id, nsrv_str_c(li->broker_addr), c->now);
+    uint64_t bkey = nsrv__info_bkey(li);
+    nsrv__ident_t *i =
+        nsrv__ident_put(c->n, bkey, nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name),
+                        li->broker_id, nsrv_str_c(li->broker_addr), c->now);
     if (c->changed_only && i->sent && nsrv_data_version_eq(&i->sent_dv, &li->data_version) &&
         i->sent_created == li->created_ms)
         return;
@@ -301,9 +167,14 @@ static void collect_cb(void *ud, const nsrv_route_live_info_t *li) {
                               .age_ms = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age};
 }
 
+int nsrv__cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static int cmp_entry(const void *a, const void *b) {
-    return cmp_u64(&((const nsrv_gossip_entry_t *)a)->bkey,
-                   &((const nsrv_gossip_entry_t *)b)->bkey);
+    return nsrv__cmp_u64(&((const nsrv_gossip_entry_t *)a)->bkey,
+                         &((const nsrv_gossip_entry_t *)b)->bkey);
 }
 
 /* Two brokers with one bkey (a 2^-64 event) would break the sorted-list rule: keep one. */
@@ -346,7 +217,7 @@ static void send_tombs(nsrv_gossip_node_t *n, uint8_t dst, bool unsent_only, uin
                 t[w++] = t[i];
         }
         emit_ctx_t e = {n, dst};
-        nsrv_gossip_send_opts_t so = send_opts(n, dst, now_mono, now_wall);
+        nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
         nsrv_gossip_sender_tombs(&n->sender, &so, t, w, emit_cb, &e);
     }
     nsrv_free(t);
@@ -355,16 +226,16 @@ static void send_tombs(nsrv_gossip_node_t *n, uint8_t dst, bool unsent_only, uin
 static void expire_tombs(nsrv_gossip_node_t *n, uint64_t now) {
     size_t w = 0;
     for (size_t i = 0; i < n->n_tombs; i++) {
-        if (now - n->tombs[i].event_ms < TOMB_KEEP_MS)
+        if (now - n->tombs[i].event_ms < NSRV_GOSSIP_TOMB_KEEP_MS)
             n->tombs[w++] = n->tombs[i];
     }
     n->n_tombs = w;
 }
 
 static void forget_idents(nsrv_gossip_node_t *n, uint64_t now) {
-    ident_t *i, *tmp;
+    nsrv__ident_t *i, *tmp;
     HASH_ITER(hh, n->idents, i, tmp) {
-        if (now - i->touched_ms > IDENT_KEEP_MS)
+        if (now - i->touched_ms > NSRV_GOSSIP_IDENT_KEEP_MS)
             ident_free(n, i);
     }
 }
@@ -376,14 +247,14 @@ typedef struct {
 
 static void touch_cb(void *ud, const nsrv_route_live_info_t *li) {
     touch_ctx_t *t = ud;
-    ident_put(t->n, info_bkey(li), nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name),
-              li->broker_id, nsrv_str_c(li->broker_addr), t->now);
+    nsrv__ident_put(t->n, nsrv__info_bkey(li), nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name),
+                    li->broker_id, nsrv_str_c(li->broker_addr), t->now);
 }
 
 static void send_full_to(nsrv_gossip_node_t *n, uint8_t dst, const nsrv_gossip_entry_t *e, size_t k,
                          uint64_t now_mono, int64_t now_wall) {
     emit_ctx_t ec = {n, dst};
-    nsrv_gossip_send_opts_t so = send_opts(n, dst, now_mono, now_wall);
+    nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
     int rc = nsrv_gossip_sender_full(&n->sender, &so, n->round, e, k, emit_cb, &ec);
     if (rc < 0)
         nsrv_log_warn("GOSSIP", "full digest to node %u not sent: %s", dst, nsrv_strerror(rc));
@@ -430,7 +301,7 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
         uint8_t dst = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
         if (k) {
             emit_ctx_t ec = {n, dst};
-            nsrv_gossip_send_opts_t so = send_opts(n, dst, now_mono, now_wall);
+            nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
             nsrv_gossip_sender_delta(&n->sender, &so, e, k, emit_cb, &ec);
         }
         if (new_tombs)
@@ -445,10 +316,10 @@ size_t nsrv_gossip_node_send_sync(nsrv_gossip_node_t *n, uint64_t now_mono, int6
     size_t sent = 0;
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         uint8_t dst = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
-        if (n->got_digest[dst])
+        if (nsrv__ps(n, dst)->got_digest)
             continue;
         emit_ctx_t ec = {n, dst};
-        nsrv_gossip_send_opts_t so = send_opts(n, dst, now_mono, now_wall);
+        nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
         nsrv_gossip_sender_sync(&n->sender, &so, emit_cb, &ec);
         sent++;
     }
@@ -466,7 +337,7 @@ void nsrv_gossip_node_on_unregister(nsrv_gossip_node_t *n, const char *cluster, 
         n->tombs = nsrv_realloc(n->tombs, n->cap_tombs * sizeof n->tombs[0]);
     }
     uint64_t bkey = nsrv_gossip_bkey(nsrv_str_c(cluster), nsrv_str_c(name), id, nsrv_str_c(addr));
-    n->tombs[n->n_tombs++] = (tomb_t){bkey, dv, now_mono, false};
+    n->tombs[n->n_tombs++] = (nsrv__tomb_t){bkey, dv, now_mono, false};
 }
 
 /* ---- receiving ---- */
@@ -479,12 +350,13 @@ static void refresh_idents(nsrv_gossip_node_t *n, uint64_t now) {
 }
 
 /* The identity of bkey, refreshing once per datagram when it is unknown. */
-static ident_t *ident_lookup(nsrv_gossip_node_t *n, uint64_t bkey, bool *refreshed, uint64_t now) {
-    ident_t *i = ident_find(n, bkey);
+static nsrv__ident_t *ident_lookup(nsrv_gossip_node_t *n, uint64_t bkey, bool *refreshed,
+                                   uint64_t now) {
+    nsrv__ident_t *i = nsrv__ident_find(n, bkey);
     if (!i && !*refreshed) {
         *refreshed = true;
         refresh_idents(n, now);
-        i = ident_find(n, bkey);
+        i = nsrv__ident_find(n, bkey);
     }
     return i;
 }
@@ -493,16 +365,16 @@ static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
                      const nsrv_gossip_msg_t *m, const nsrv_gossip_entry_t *e, uint64_t now,
                      bool *refreshed) {
     uint64_t seen = nsrv_gossip_peer_last_seen(p, m->src_mono_ms, e->age_ms, now);
-    ident_t *i = ident_lookup(n, e->bkey, refreshed, now);
+    nsrv__ident_t *i = ident_lookup(n, e->bkey, refreshed, now);
     if (!i || seen == 0) {
         /* Unknown broker, or no clock anchor for this peer yet: a pull brings
          * the registration and anchors the peer's clock (proto/gossip.md §7.6). */
-        pend_add(n, pid, e->bkey, &e->dv);
+        nsrv__pend_add(n, pid, e->bkey, &e->dv);
         return;
     }
     nsrv_peer_seen_t r = nsrv_route_peer_seen(n->rt, i->cluster, i->addr, &e->dv, seen, now);
     if (r == NSRV_PEER_SEEN_UNKNOWN || r == NSRV_PEER_SEEN_NEWER)
-        pend_add(n, pid, e->bkey, &e->dv);
+        nsrv__pend_add(n, pid, e->bkey, &e->dv);
     if (seen > i->via_seen_ms) {
         i->via_seen_ms = seen;
         i->via_peer = pid;
@@ -510,9 +382,10 @@ static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
 }
 
 static void answer_sync(nsrv_gossip_node_t *n, uint8_t pid, uint64_t now_mono, int64_t now_wall) {
-    if (n->last_sync_reply[pid] && now_mono - n->last_sync_reply[pid] < SYNC_REPLY_MIN_MS)
+    nsrv__peer_state_t *ps = nsrv__ps(n, pid);
+    if (ps->last_sync_reply && now_mono - ps->last_sync_reply < NSRV_GOSSIP_SYNC_REPLY_MIN_MS)
         return;
-    n->last_sync_reply[pid] = now_mono;
+    ps->last_sync_reply = now_mono;
     nsrv_gossip_entry_t *e;
     size_t k = collect_direct(n, now_mono, false, &e);
     send_full_to(n, pid, e, k, now_mono, now_wall);
@@ -541,7 +414,7 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     bool refreshed = false;
     switch (m.type) {
     case NSRV_GOSSIP_DIGEST_FULL:
-        n->got_digest[pid] = true;
+        nsrv__ps(n, pid)->got_digest = true;
         for (size_t i = 0; i < m.body.full.n; i++)
             on_entry(n, p, pid, &m, &m.body.full.entries[i], now_mono, &refreshed);
         break;
@@ -555,7 +428,7 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     case NSRV_GOSSIP_TOMBSTONE:
         for (size_t i = 0; i < m.body.tomb.n; i++) {
             const nsrv_gossip_tomb_t *t = &m.body.tomb.tombs[i];
-            ident_t *id = ident_lookup(n, t->bkey, &refreshed, now_mono);
+            nsrv__ident_t *id = ident_lookup(n, t->bkey, &refreshed, now_mono);
             if (!id || t->reason != NSRV_GOSSIP_TOMB_UNREGISTER)
                 continue;
             uint64_t event = nsrv_gossip_peer_last_seen(p, m.src_mono_ms, t->age_ms, now_mono);
@@ -573,164 +446,10 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     return 0;
 }
 
-/* ---- pulls ---- */
-
-int nsrv_gossip_node_pull_request(nsrv_gossip_node_t *n, uint8_t peer_id, const uint64_t *keys,
-                                  size_t nkeys, const uint8_t nonce[NSRV_GOSSIP_NONCE_LEN],
-                                  uint64_t now_mono, int64_t now_wall, nsrv_buf_t *out) {
-    nsrv_gossip_send_opts_t so = send_opts(n, peer_id, now_mono, now_wall);
-    return nsrv_gossip_sender_pull_req(&n->sender, &so, nonce, keys, nkeys, out);
-}
-
-static char *dup_str(nsrv_arena_t *a, nsrv_str_t s) {
-    return nsrv_arena_strndup(a, s.ptr ? s.ptr : "", s.ptr ? s.len : 0);
-}
-
-size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
-                                   const nsrv_gossip_pull_item_t *items, size_t count,
-                                   uint64_t req_sent_mono, uint64_t now_mono, uint64_t src_inc,
-                                   uint64_t src_mono) {
-    size_t imported = 0;
-    n->c.pulls_ok++;
-    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(n->peers, peer_id);
-    if (p)
-        nsrv_gossip_peer_anchor(p, src_inc, src_mono, req_sent_mono, now_mono);
-    for (size_t k = 0; k < count; k++) {
-        const nsrv_gossip_pull_item_t *it = &items[k];
-        nsrv_arena_reset(&n->arena);
-        nsrv_register_body_t body;
-        char err[160];
-        if (nsrv_register_body_decode(it->reg, it->reg_len, PULL_BODY_VERSION, false, &n->arena,
-                                      &body, err, sizeof err) != 0) {
-            nsrv_log_warn("GOSSIP", "pulled registration from node %u unusable: %s", peer_id, err);
-            continue;
-        }
-        body.data_version = it->dv;
-        /* An under-estimate: the age was measured after our request left. */
-        uint64_t seen = req_sent_mono > it->age_ms ? req_sent_mono - it->age_ms : 0;
-        if (seen == 0)
-            continue;
-        char *cl = dup_str(&n->arena, it->cluster), *ad = dup_str(&n->arena, it->addr);
-        nsrv_route_live_info_t have;
-        if (nsrv_route_live_info(n->rt, cl, ad, now_mono, &have) &&
-            nsrv_data_version_cmp(&have.data_version, &it->dv) >= 0) {
-            /* We hold this registration or a newer one (the broker may have
-             * registered with us while the reply travelled): keep it, take the age. */
-            nsrv_route_peer_seen(n->rt, cl, ad, &it->dv, seen, now_mono);
-            ident_put(n, it->bkey, it->cluster, it->name, it->id, it->addr, now_mono);
-            imported++;
-            continue;
-        }
-        nsrv_register_req_t req = {
-            .cluster = dup_str(&n->arena, it->cluster),
-            .broker_addr = dup_str(&n->arena, it->addr),
-            .broker_name = dup_str(&n->arena, it->name),
-            .ha_server_addr = dup_str(&n->arena, it->ha_addr),
-            .zone_name = it->zone_name.ptr ? dup_str(&n->arena, it->zone_name) : NULL,
-            .broker_id = it->id,
-            .timeout_ms = (int64_t)(it->timeout_ms > INT64_MAX ? INT64_MAX : it->timeout_ms),
-            .acting_master = it->acting_master,
-            .body = &body,
-            .peer_last_seen_ms = seen,
-        };
-        nsrv_register_result_t res;
-        nsrv_route_register_broker(n->rt, &req, now_mono, &res);
-        nsrv_route_live_info_t li;
-        if (nsrv_route_live_info(n->rt, req.cluster, req.broker_addr, now_mono, &li)) {
-            ident_t *i = ident_put(n, it->bkey, it->cluster, it->name, it->id, it->addr, now_mono);
-            if (li.last_direct_ms == 0 && seen > i->via_seen_ms) {
-                i->via_seen_ms = seen;
-                i->via_peer = peer_id;
-            }
-            imported++;
-        }
-    }
-    n->c.brokers_imported += imported;
-    return imported;
-}
-
-typedef struct {
-    nsrv_arena_t *arena;
-    nsrv_route_live_info_t *v;
-    size_t count, cap;
-    const uint64_t *keys; /* NULL: all */
-    size_t nkeys;
-} serve_ctx_t;
-
-static void serve_collect_cb(void *ud, const nsrv_route_live_info_t *li) {
-    serve_ctx_t *s = ud;
-    if (s->keys &&
-        !bsearch(&(uint64_t){info_bkey(li)}, s->keys, s->nkeys, sizeof s->keys[0], cmp_u64))
-        return;
-    if (s->count == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 64;
-        nsrv_route_live_info_t *nv = nsrv_arena_alloc(s->arena, s->cap * sizeof *nv);
-        if (s->count)
-            memcpy(nv, s->v, s->count * sizeof *nv);
-        s->v = nv;
-    }
-    nsrv_route_live_info_t c = *li;
-    c.cluster = nsrv_arena_strndup(s->arena, li->cluster, strlen(li->cluster));
-    c.broker_name = nsrv_arena_strndup(s->arena, li->broker_name, strlen(li->broker_name));
-    c.broker_addr = nsrv_arena_strndup(s->arena, li->broker_addr, strlen(li->broker_addr));
-    c.ha_server_addr = li->ha_server_addr ? nsrv_arena_strndup(s->arena, li->ha_server_addr,
-                                                               strlen(li->ha_server_addr))
-                                          : NULL;
-    c.zone_name =
-        li->zone_name ? nsrv_arena_strndup(s->arena, li->zone_name, strlen(li->zone_name)) : NULL;
-    s->v[s->count++] = c;
-}
-
-int nsrv_gossip_node_serve_pull(nsrv_gossip_node_t *n, const uint8_t *req, size_t len,
-                                const struct sockaddr *from, uint64_t now_mono, int64_t now_wall,
-                                nsrv_buf_t *out) {
-    nsrv_arena_reset(&n->arena);
-    nsrv_gossip_msg_t m;
-    nsrv_gossip_peer_t *p = NULL;
-    int rc = nsrv_gossip_peer_check_pull(n->peers, n->o.node_id, n->cluster, req, len, from,
-                                         now_mono, now_wall, &m, &n->arena, &p);
-    if (rc != 0)
-        return rc;
-    serve_ctx_t s = {&n->arena, NULL, 0, 0, m.body.pull.n ? m.body.pull.keys : NULL, m.body.pull.n};
-    nsrv_route_foreach_live(n->rt, now_mono, serve_collect_cb, &s);
-    nsrv_gossip_pull_enc_t enc;
-    nsrv_gossip_pull_enc_init(&enc, m.body.pull.nonce);
-    for (size_t i = 0; i < s.count; i++) {
-        const nsrv_route_live_info_t *li = &s.v[i];
-        nsrv_register_body_t body;
-        if (nsrv_route_export_body(n->rt, li->cluster, li->broker_addr, &n->arena, &body) != 0)
-            continue;
-        nsrv_buf_reset(&n->scratch);
-        nsrv_register_body_encode_json(&body, &n->scratch);
-        uint64_t age = now_mono > li->last_seen_ms ? now_mono - li->last_seen_ms : 0;
-        nsrv_gossip_pull_item_t it = {
-            .bkey = info_bkey(li),
-            .addr = nsrv_str_c(li->broker_addr),
-            .cluster = nsrv_str_c(li->cluster),
-            .name = nsrv_str_c(li->broker_name),
-            .id = li->broker_id,
-            .ha_addr = li->ha_server_addr ? nsrv_str_c(li->ha_server_addr) : NSRV_STR_LIT(""),
-            .zone_name = li->zone_name ? nsrv_str_c(li->zone_name) : NSRV_STR_NULL,
-            .acting_master = (int8_t)li->acting_master,
-            .timeout_ms = (uint64_t)li->timeout_ms,
-            .dv = li->data_version,
-            .age_ms = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age,
-            .reg = (const uint8_t *)n->scratch.data,
-            .reg_len = n->scratch.len,
-        };
-        if (nsrv_gossip_pull_enc_item(&enc, &it, out) != 0)
-            nsrv_log_warn("GOSSIP", "broker '%s' left out of a pull reply", li->broker_addr);
-    }
-    nsrv_gossip_pull_enc_finish(&enc, n->sender.sk, n->sender.key_id, n->sender.inc,
-                                now_mono - n->sender.mono_start_ms, out);
-    n->c.pulls_served++;
-    return 0;
-}
-
 /* ---- status ---- */
 
 const char *nsrv_gossip_node_source(nsrv_gossip_node_t *n, const nsrv_route_live_info_t *li) {
-    ident_t *i = ident_find(n, info_bkey(li));
+    nsrv__ident_t *i = nsrv__ident_find(n, nsrv__info_bkey(li));
     if (!i || !i->via_peer)
         return NULL;
     snprintf(n->source, sizeof n->source, "peer:%u", i->via_peer);

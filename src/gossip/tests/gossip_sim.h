@@ -11,12 +11,15 @@
  * deliver it somewhere else. Pulls run through the real code in memory:
  * nsrv_gossip_node_pull_request -> nsrv_gossip_node_serve_pull ->
  * nsrv_gossip_pull_dec_* -> nsrv_gossip_node_apply_pull, either at once
- * (gs_pull_now) or as queued legs with delays and losses (the node timers).
+ * (gs_pull_now) or as queued legs with delays and losses.
  *
- * With `timers` on, each node runs the timers of transport.c: a full digest
- * every full_ms (+-10 %), deltas every delta_ms, SYNC_REQ retries every
- * sync_ms until every peer answered, pulls every pull_ms (one per peer at a
- * time). Off, the test drives the engines by hand.
+ * With `timers` on, the simulator is the engine's I/O layer, exactly as
+ * transport.c is: it wakes each engine at the deadline the engine names
+ * (nsrv_gossip_node_deadline -> nsrv_gossip_node_tick), and carries out the
+ * actions the engine emits (datagrams, pulls started and abandoned), so the
+ * whole schedule of node_sched.c and node_pull.c (digest periods, SYNC
+ * retries, pull batching, back-off, anchor refresh, deadlines) runs under
+ * test. Off, the test drives the engines' pieces by hand.
  *
  * Header-only (static inline) so each test stays one file.
  */
@@ -24,11 +27,13 @@
 
 #include "gossip_test.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 
 #include "nsrv/arena.h"
 #include "nsrv/gossip_node.h"
+#include "nsrv/gossip_timing.h"
 #include "nsrv/log.h"
 #include "nsrv/route.h"
 
@@ -39,7 +44,7 @@
 #define GS_PORT 7946
 #define GS_KEY_ID 1
 #define GS_PULL_FAIL_MS 2000 /* a lost pull leg is noticed this much later */
-#define GS_PULL_KEYS_MAX 4096
+#define GS_PULL_KEYS_MAX NSRV_GOSSIP_PULL_KEYS_MAX
 
 typedef enum { GS_DGRAM = 1, GS_PULL_REQ, GS_PULL_RESP, GS_PULL_FAIL } gs_kind_t;
 
@@ -47,9 +52,10 @@ typedef enum { GS_DGRAM = 1, GS_PULL_REQ, GS_PULL_RESP, GS_PULL_FAIL } gs_kind_t
 typedef struct {
     uint8_t kind; /* gs_kind_t */
     uint8_t src, dst;
-    bool all;      /* pulls: PULL ALL */
-    bool late;     /* a datagram delivered later than the normal delays (replay, hold-back) */
-    uint32_t life; /* pulls: the requester's life when the pull started */
+    uint32_t pull_id; /* pulls the engine started (0: one a test started by hand) */
+    bool all;         /* pulls: PULL ALL */
+    bool late;        /* a datagram delivered later than the normal delays (replay, hold-back) */
+    uint32_t life;    /* pulls: the requester's life when the pull started */
     uint64_t at, order;
     uint64_t req_mono; /* pulls: the requester's monotonic time when the request left */
     uint8_t nonce[NSRV_GOSSIP_NONCE_LEN];
@@ -81,8 +87,6 @@ typedef struct {
     nsrv_gossip_peers_t *peers;
     nsrv_gossip_node_t *g;
     uint64_t up_since;
-    uint64_t next_full, next_delta, next_pull, next_sync; /* global; 0 = off */
-    bool pulling[GS_MAX_NODES + 1];
 } gs_node_t;
 
 /* Called for every datagram a node sends (before the network sees it). */
@@ -99,11 +103,12 @@ typedef struct gs_sim {
     /* network */
     uint32_t delay_min, delay_max; /* one-way delay of datagrams and pull legs, ms */
     uint32_t drop_pm, dup_pm;      /* per mille */
+    uint32_t pull_fail_ms;         /* a lost pull leg is noticed this much later; 0: never */
     bool link[GS_MAX_NODES + 1][GS_MAX_NODES + 1]; /* link[a][b]: a reaches b */
     uint64_t late_delivered; /* replays and held-back copies that reached a node */
-    /* timers */
+    /* the engines' own schedule (full_ms, delta_ms: their settings) */
     bool timers;
-    uint32_t full_ms, delta_ms, pull_ms, sync_ms;
+    uint32_t full_ms, delta_ms;
     /* queue */
     gs_msg_t *q;
     size_t nq, qcap;
@@ -114,6 +119,7 @@ typedef struct gs_sim {
     /* counters */
     uint64_t delivered, accepted, rejected[NSRV_GOSSIP_NREASONS];
     uint64_t pulls_started, pulls_ok, pulls_failed, imported;
+    uint64_t pulls_to[GS_MAX_NODES + 1][GS_MAX_NODES + 1]; /* pulls the engines started, a -> b */
     uint64_t max_delay; /* the longest normal one-way delay actually used */
     gs_sent_hook_t on_sent;
     gs_event_hook_t on_event;
@@ -250,8 +256,7 @@ static inline void gs_inject(gs_sim_t *s, size_t k, uint8_t dst, uint64_t at) {
 
 /* ---- sending ---- */
 
-static inline void gs_send_cb(void *ud, uint8_t dst, const uint8_t *d, size_t len) {
-    gs_node_t *nd = ud;
+static inline void gs_send_cb(gs_node_t *nd, uint8_t dst, const uint8_t *d, size_t len) {
     gs_sim_t *s = nd->sim;
     gs_sent_t e;
     memset(&e, 0, sizeof e);
@@ -284,6 +289,51 @@ static inline void gs_send_cb(void *ud, uint8_t dst, const uint8_t *d, size_t le
         gs_queue_dgram(s, nd->id, dst, d, len, s->now + gs_delay(s), false);
 }
 
+/* The engine's randomness (digest jitter, pull nonces), from the seed. */
+static inline void gs_random_cb(void *ud, void *buf, size_t len) {
+    gs_node_t *nd = ud;
+    uint8_t *b = buf;
+    for (size_t i = 0; i < len; i++)
+        b[i] = (uint8_t)gs_rand(nd->sim);
+}
+
+static inline void gs_pull_fail_later(gs_sim_t *s, gs_msg_t *m);
+
+/* Carries out what node id's engine asked for: datagrams into the network,
+ * pulls as queued legs (a lost leg is noticed GS_PULL_FAIL_MS later, as a
+ * closed or refused connection would be). */
+static inline void gs_drain(gs_sim_t *s, uint8_t id) {
+    gs_node_t *nd = &s->node[id];
+    nsrv_gossip_action_t a;
+    while (nd->up && nsrv_gossip_node_poll(nd->g, &a)) {
+        if (a.kind == NSRV_GOSSIP_ACT_SEND) {
+            gs_send_cb(nd, a.peer, a.data, a.len);
+        } else if (a.kind == NSRV_GOSSIP_ACT_PULL) {
+            gs_msg_t m;
+            memset(&m, 0, sizeof m);
+            m.kind = GS_PULL_REQ;
+            m.src = id;
+            m.dst = a.peer;
+            m.pull_id = a.pull_id;
+            m.life = nd->life;
+            m.req_mono = gs_mono(s, id);
+            m.d = gs_dup_bytes(a.data, a.len);
+            m.len = a.len;
+            s->pulls_started++;
+            if (a.peer <= GS_MAX_NODES)
+                s->pulls_to[id][a.peer]++;
+            if (a.peer < 1 || a.peer > s->n || !s->link[id][a.peer] || gs_chance(s, s->drop_pm)) {
+                gs_pull_fail_later(s, &m);
+            } else {
+                m.at = s->now + gs_delay(s);
+                gs_push(s, &m);
+            }
+        }
+        /* NSRV_GOSSIP_ACT_PULL_CANCEL: the connection is closed; legs still
+         * queued reach an engine that no longer waits for them. */
+    }
+}
+
 /* ---- set-up ---- */
 
 static inline void gs_init(gs_sim_t *s, size_t n, uint64_t seed) {
@@ -294,10 +344,9 @@ static inline void gs_init(gs_sim_t *s, size_t n, uint64_t seed) {
     s->rng = seed;
     s->budget = NSRV_GOSSIP_DGRAM_DEFAULT;
     s->delay_min = s->delay_max = 1;
+    s->pull_fail_ms = GS_PULL_FAIL_MS;
     s->full_ms = 5000;
     s->delta_ms = 100;
-    s->pull_ms = 100;
-    s->sync_ms = 500;
     s->sent_cap = 4096;
     s->sent = nsrv_calloc(s->sent_cap, sizeof s->sent[0]);
     nsrv_arena_init(&s->arena, 64 * 1024);
@@ -343,7 +392,9 @@ static inline void gs_start(gs_sim_t *s, uint8_t id) {
         .mono_start_ms = gs_mono(s, id),
         .key_id = GS_KEY_ID,
         .sk = nd->sk,
-        .send = gs_send_cb,
+        .interval_ms = s->full_ms,
+        .delta_ms = s->delta_ms,
+        .random = gs_random_cb,
         .ud = nd,
     };
     nd->g = nsrv_gossip_node_create(&o, nd->rt, nd->peers);
@@ -351,16 +402,15 @@ static inline void gs_start(gs_sim_t *s, uint8_t id) {
     nd->up = true;
     nd->life++;
     nd->up_since = s->now;
-    memset(nd->pulling, 0, sizeof nd->pulling);
-    for (uint8_t j = 1; j <= s->n; j++)
-        if (j != id)
-            nsrv_gossip_node_want_all(nd->g, j);
-    nsrv_gossip_node_send_sync(nd->g, gs_mono(s, id), gs_wall(s, id));
-    nd->next_sync = s->now + s->sync_ms;
-    uint32_t first = s->full_ms / 5 + 1;
-    nd->next_full = s->now + gs_range(s, first * 9 / 10, first * 11 / 10);
-    nd->next_delta = s->now + s->delta_ms;
-    nd->next_pull = s->now;
+    if (s->timers) {
+        nsrv_gossip_node_start(nd->g, gs_mono(s, id), gs_wall(s, id));
+    } else {
+        for (uint8_t j = 1; j <= s->n; j++)
+            if (j != id)
+                nsrv_gossip_node_want_all(nd->g, j);
+        nsrv_gossip_node_send_sync(nd->g, gs_mono(s, id), gs_wall(s, id));
+    }
+    gs_drain(s, id);
 }
 
 static inline void gs_stop(gs_sim_t *s, uint8_t id) {
@@ -407,6 +457,7 @@ static inline int gs_deliver_raw(gs_sim_t *s, uint8_t dst, uint8_t src, const ui
     struct sockaddr_in from = gs_addr(src);
     int rc = nsrv_gossip_node_on_dgram(nd->g, d, len, (const struct sockaddr *)&from,
                                        gs_mono(s, dst), gs_wall(s, dst));
+    gs_drain(s, dst);
     s->delivered++;
     if (rc == 0)
         s->accepted++;
@@ -507,11 +558,9 @@ static inline long gs_pull_finish(gs_sim_t *s, gs_msg_t *m) {
         s->imported += (uint64_t)res;
     } else {
         res = rc == NSRV_AGAIN ? -1001 : rc;
-        nsrv_gossip_node_pull_failed(na->g, m->dst, m->all);
         s->pulls_failed++;
     }
     nsrv_gossip_pull_dec_destroy(&dec);
-    na->pulling[m->dst] = false;
     return res;
 }
 
@@ -553,66 +602,58 @@ static inline void gs_pull_fail_later(gs_sim_t *s, gs_msg_t *m) {
     nsrv_free(m->d);
     m->d = NULL;
     m->len = 0;
+    if (!s->pull_fail_ms)
+        return; /* a black hole: only the engine's deadline notices */
     m->kind = GS_PULL_FAIL;
-    m->at = s->now + GS_PULL_FAIL_MS;
+    m->at = s->now + s->pull_fail_ms;
     gs_push(s, m);
 }
 
-/* Starts the pulls node a's engine wants, as queued legs (timer mode). */
-static inline void gs_pull_tick(gs_sim_t *s, uint8_t a) {
-    gs_node_t *na = &s->node[a];
-    uint64_t keys[256];
-    for (uint8_t b = 1; b <= s->n; b++) {
-        if (b == a || na->pulling[b])
-            continue;
-        bool all = false;
-        size_t n =
-            nsrv_gossip_node_take_pull(na->g, b, keys, NSRV_ARRAY_LEN(keys), &all, gs_mono(s, a));
-        if (!all && !n)
-            continue;
-        gs_msg_t m;
-        if (gs_pull_begin(s, a, b, keys, n, all, &m) != 0)
-            continue;
-        na->pulling[b] = true;
-        if (!s->link[a][b] || gs_chance(s, s->drop_pm)) {
-            gs_pull_fail_later(s, &m);
-        } else {
-            m.at = s->now + gs_delay(s);
-            gs_push(s, &m);
-        }
+/* The reply of a pull the engine started, fed to it in random chunks. */
+static inline void gs_pull_feed(gs_sim_t *s, gs_msg_t *m) {
+    gs_node_t *na = &s->node[m->src];
+    if (!na->up || na->life != m->life)
+        return;
+    uint64_t before = nsrv_gossip_node_counters(na->g)->brokers_imported;
+    int rc = NSRV_AGAIN;
+    for (size_t off = 0; off < m->len && rc == NSRV_AGAIN;) {
+        size_t chunk = (size_t)gs_range(s, 1, 700); /* (NSRV_MIN evaluates twice) */
+        chunk = NSRV_MIN(m->len - off, chunk);
+        rc = nsrv_gossip_node_pull_data(na->g, m->dst, m->pull_id, m->d + off, chunk,
+                                        gs_mono(s, m->src));
+        off += chunk;
     }
+    s->imported += nsrv_gossip_node_counters(na->g)->brokers_imported - before;
+    if (rc == 0)
+        s->pulls_ok++;
+    else if (rc == NSRV_AGAIN)
+        nsrv_gossip_node_pull_failed(na->g, m->dst, m->pull_id, gs_mono(s, m->src));
+    if (rc != 0 && rc != -ESRCH)
+        s->pulls_failed++;
+    gs_drain(s, m->src);
+}
+
+/* A pull leg was lost: the requester's engine hears of it. */
+static inline void gs_pull_lost(gs_sim_t *s, const gs_msg_t *m) {
+    gs_node_t *na = &s->node[m->src];
+    if (!na->up || na->life != m->life || !m->pull_id)
+        return;
+    nsrv_gossip_node_pull_failed(na->g, m->dst, m->pull_id, gs_mono(s, m->src));
+    s->pulls_failed++;
+    gs_drain(s, m->src);
 }
 
 /* ---- the event loop ---- */
 
 static inline void gs_timers(gs_sim_t *s, uint8_t id) {
-    gs_node_t *nd = &s->node[id];
-    uint64_t mono = gs_mono(s, id);
-    int64_t wall = gs_wall(s, id);
-    if (nd->next_full && nd->next_full <= s->now) {
-        nsrv_gossip_node_send_full(nd->g, mono, wall);
-        nd->next_full = s->now + gs_range(s, s->full_ms * 9 / 10, s->full_ms * 11 / 10);
-    }
-    if (nd->next_delta && nd->next_delta <= s->now) {
-        nsrv_gossip_node_send_delta(nd->g, mono, wall);
-        nd->next_delta = s->now + s->delta_ms;
-    }
-    if (nd->next_sync && nd->next_sync <= s->now) {
-        nd->next_sync = nsrv_gossip_node_send_sync(nd->g, mono, wall) ? s->now + s->sync_ms : 0;
-    }
-    if (nd->next_pull && nd->next_pull <= s->now) {
-        gs_pull_tick(s, id);
-        nd->next_pull = s->now + s->pull_ms;
-    }
+    nsrv_gossip_node_tick(s->node[id].g, gs_mono(s, id), gs_wall(s, id));
+    gs_drain(s, id);
 }
 
-static inline uint64_t gs_node_next(const gs_node_t *nd) {
-    uint64_t t = UINT64_MAX;
-    const uint64_t v[4] = {nd->next_full, nd->next_delta, nd->next_pull, nd->next_sync};
-    for (int i = 0; i < 4; i++)
-        if (v[i] && v[i] < t)
-            t = v[i];
-    return t;
+/* The engine's next deadline on the global clock. */
+static inline uint64_t gs_node_next(const gs_sim_t *s, uint8_t id) {
+    uint64_t d = nsrv_gossip_node_deadline(s->node[id].g);
+    return d == UINT64_MAX ? d : gs_global(s, id, d);
 }
 
 static inline void gs_process(gs_sim_t *s, gs_msg_t *m) {
@@ -633,17 +674,14 @@ static inline void gs_process(gs_sim_t *s, gs_msg_t *m) {
         gs_push(s, m);
         return;
     case GS_PULL_RESP:
-        gs_pull_finish(s, m);
+        if (m->pull_id)
+            gs_pull_feed(s, m);
+        else
+            gs_pull_finish(s, m);
         break;
-    case GS_PULL_FAIL: {
-        gs_node_t *na = &s->node[m->src];
-        if (na->up && na->life == m->life) {
-            nsrv_gossip_node_pull_failed(na->g, m->dst, m->all);
-            na->pulling[m->dst] = false;
-            s->pulls_failed++;
-        }
+    case GS_PULL_FAIL:
+        gs_pull_lost(s, m);
         break;
-    }
     default:
         fail();
     }
@@ -653,6 +691,7 @@ static inline void gs_process(gs_sim_t *s, gs_msg_t *m) {
 /* Runs every queued event and node timer due up to global time t_end, in time
  * order (queue before timers on ties), then sets now = t_end. */
 static inline void gs_run_until(gs_sim_t *s, uint64_t t_end) {
+    uint64_t last_t = 0, spins = 0;
     for (;;) {
         uint64_t tq = UINT64_MAX;
         size_t qi = 0;
@@ -668,7 +707,7 @@ static inline void gs_run_until(gs_sim_t *s, uint64_t t_end) {
             for (uint8_t i = 1; i <= s->n; i++) {
                 if (!s->node[i].up)
                     continue;
-                uint64_t t = gs_node_next(&s->node[i]);
+                uint64_t t = gs_node_next(s, i);
                 if (t < tt) {
                     tt = t;
                     ti = i;
@@ -685,6 +724,10 @@ static inline void gs_run_until(gs_sim_t *s, uint64_t t_end) {
             s->q[qi] = s->q[--s->nq];
             gs_process(s, &m);
         } else {
+            /* An engine whose deadline does not move past now would spin. */
+            spins = t == last_t ? spins + 1 : 0;
+            last_t = t;
+            assert_true(spins < 10000);
             gs_timers(s, ti);
         }
         if (s->on_event)
@@ -702,13 +745,8 @@ static inline void gs_run(gs_sim_t *s, uint64_t ms) {
 static inline void gs_flush(gs_sim_t *s) {
     for (size_t i = 0; i < s->nq; i++) {
         gs_msg_t *m = &s->q[i];
-        if (m->kind != GS_DGRAM) {
-            gs_node_t *na = &s->node[m->src];
-            if (na->up && na->life == m->life) {
-                nsrv_gossip_node_pull_failed(na->g, m->dst, m->all);
-                na->pulling[m->dst] = false;
-            }
-        }
+        if (m->kind != GS_DGRAM)
+            gs_pull_lost(s, m);
         nsrv_free(m->d);
     }
     s->nq = 0;
@@ -718,12 +756,16 @@ static inline void gs_flush(gs_sim_t *s) {
 
 static inline void gs_full(gs_sim_t *s, uint8_t id) {
     nsrv_gossip_node_send_full(s->node[id].g, gs_mono(s, id), gs_wall(s, id));
+    gs_drain(s, id);
 }
 static inline void gs_delta(gs_sim_t *s, uint8_t id) {
     nsrv_gossip_node_send_delta(s->node[id].g, gs_mono(s, id), gs_wall(s, id));
+    gs_drain(s, id);
 }
 static inline size_t gs_sync(gs_sim_t *s, uint8_t id) {
-    return nsrv_gossip_node_send_sync(s->node[id].g, gs_mono(s, id), gs_wall(s, id));
+    size_t n = nsrv_gossip_node_send_sync(s->node[id].g, gs_mono(s, id), gs_wall(s, id));
+    gs_drain(s, id);
+    return n;
 }
 
 /* ---- brokers ---- */

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Every timing rule of the gossip engine, in one place (proto/gossip.md §9).
+ * The engine (node*.c) reads them; the transport only arms the one timer
+ * the engine asks for, and the simulator in src/gossip/tests drives the same
+ * engine, so each rule here is exercised by the randomized safety test.
+ * The full-digest and delta periods are settings (gossipIntervalMs,
+ * gossipDeltaMs), passed in nsrv_gossip_node_opts_t.
+ */
+#pragma once
+
+/* SYNC_REQ is repeated this often until every peer's first digest arrived. */
+#define NSRV_GOSSIP_SYNC_RETRY_MS 500
+/* A peer gets at most one full digest per this long in answer to SYNC_REQs. */
+#define NSRV_GOSSIP_SYNC_REPLY_MIN_MS 1000
+/* Jitter of the full-digest period, in percent either way. */
+#define NSRV_GOSSIP_FULL_JITTER_PCT 10
+/* The first full digest after start goes out after a fifth of the period. */
+#define NSRV_GOSSIP_FIRST_FULL_DIV 5
+
+/* Keys that a digest made us want are batched this long before a pull. */
+#define NSRV_GOSSIP_PULL_BATCH_MS 100
+/* A pull (either side) that takes longer is abandoned (memberlist TCPTimeout). */
+#define NSRV_GOSSIP_PULL_DEADLINE_MS 10000
+/* After a failed pull, a peer is not asked again for this long. */
+#define NSRV_GOSSIP_PULL_RETRY_MS 1000
+/* Keys per pull request. */
+#define NSRV_GOSSIP_PULL_KEYS_MAX 4096
+/* Keys waiting to be pulled from one peer; a peer cannot make us hold more. */
+#define NSRV_GOSSIP_PEND_MAX 65536
+
+/*
+ * A peer's clock anchor (a signed pull reply) is refreshed this often, so
+ * the drift allowance added to it stays a few milliseconds (proto/gossip.md
+ * §7.6); a younger but looser anchor replaces one older than this.
+ */
+#define NSRV_GOSSIP_ANCHOR_REFRESH_MS 60000
+
+/* Explicit unregisters are re-sent with every full digest for this long: the
+ * broker timeout plus two digest rounds. */
+#define NSRV_GOSSIP_TOMB_KEEP_MS (150 * 1000)
+/* Identities no longer in the route table are forgotten after this long. */
+#define NSRV_GOSSIP_IDENT_KEEP_MS (10 * 60 * 1000)

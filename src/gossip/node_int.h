@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The engine's state, shared by its parts: node.c (digests out, reports in,
+ * status), node_pull.c (what to pull, pulls made and served) and
+ * node_sched.c (the clock: what is due when, and the outbox of actions).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsrv/arena.h"
+#include "nsrv/buf.h"
+#include "nsrv/gossip_node.h"
+#include "nsrv/gossip_timing.h"
+#include "nsrv/route.h"
+#include "nsrv/uthash.h"
+
+/* Fresh pulls decode registrations as the newest broker version would send them. */
+#define NSRV__GOSSIP_PULL_BODY_VERSION 479
+
+/* What a bkey stands for; learned from our own table or from pulls. */
+typedef struct {
+    uint64_t bkey;
+    UT_hash_handle hh;
+    char *cluster, *name, *addr;
+    int64_t id;
+    uint8_t via_peer;     /* last peer whose report raised last-seen; 0 none */
+    uint64_t via_seen_ms; /* that report, on our clock */
+    uint64_t touched_ms;  /* last time the route table had it */
+    bool sent;            /* a delta or digest carried it */
+    nsrv_data_version_t sent_dv;
+    uint64_t sent_created; /* the live entry it carried: a returning broker is news */
+} nsrv__ident_t;
+
+/* A key waiting to be pulled from one peer. */
+typedef struct {
+    uint64_t key;
+    UT_hash_handle hh;
+    nsrv_data_version_t dv; /* the version the peer reported */
+} nsrv__pend_t;
+
+typedef struct {
+    uint64_t bkey;
+    nsrv_data_version_t dv;
+    uint64_t event_ms;
+    bool sent;
+} nsrv__tomb_t;
+
+/* Everything the engine keeps about one peer (besides its security state in
+ * nsrv_gossip_peer_t, which the peer table owns). */
+typedef struct {
+    /* what to pull from it */
+    nsrv__pend_t *pend;
+    size_t n_pend;
+    bool pend_all;
+    /* digests */
+    bool got_digest;          /* its first digest arrived: no more SYNC_REQ */
+    uint64_t last_sync_reply; /* when we last answered its SYNC_REQ */
+    /* the pull in flight (at most one per peer) */
+    bool pulling, pull_all;
+    uint32_t pull_id;
+    uint64_t pull_sent_at;
+    nsrv_gossip_pull_dec_t *dec;
+    uint64_t last_pull_ok, last_pull_fail;
+} nsrv__peer_state_t;
+
+/* One queued output; its bytes live in the outbox buffer. */
+typedef struct {
+    uint8_t kind, peer;
+    uint32_t pull_id;
+    size_t off, len;
+} nsrv__act_t;
+
+struct nsrv_gossip_node {
+    nsrv_gossip_node_opts_t o;
+    char cluster[NSRV_GOSSIP_CLUSTER_MAX + 1];
+    nsrv_gossip_sender_t sender;
+    nsrv_route_t *rt;
+    nsrv_gossip_peers_t *peers;
+    nsrv__ident_t *idents;
+    nsrv__peer_state_t *ps[256];
+    nsrv__tomb_t *tombs;
+    size_t n_tombs, cap_tombs;
+    uint32_t round;
+    /* schedule, on the local monotonic clock; next_sync 0 = off */
+    bool started;
+    uint64_t next_full, next_delta, next_sync, next_pull;
+    uint32_t next_pull_id;
+    /* outbox */
+    nsrv__act_t *acts;
+    size_t n_acts, cap_acts, next_act;
+    nsrv_buf_t out;
+    nsrv_arena_t arena;
+    nsrv_buf_t scratch;
+    nsrv_gossip_counters_t c;
+    char source[16];
+};
+
+/* node.c */
+nsrv__ident_t *nsrv__ident_find(nsrv_gossip_node_t *n, uint64_t bkey);
+nsrv__ident_t *nsrv__ident_put(nsrv_gossip_node_t *n, uint64_t bkey, nsrv_str_t cluster,
+                               nsrv_str_t name, int64_t id, nsrv_str_t addr, uint64_t now);
+uint64_t nsrv__info_bkey(const nsrv_route_live_info_t *li);
+int nsrv__cmp_u64(const void *a, const void *b);
+nsrv_gossip_send_opts_t nsrv__send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint64_t now_mono,
+                                        int64_t now_wall);
+
+/* node_pull.c */
+nsrv__peer_state_t *nsrv__ps(nsrv_gossip_node_t *n, uint8_t peer);
+void nsrv__ps_free(nsrv_gossip_node_t *n, uint8_t peer);
+void nsrv__pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
+                    const nsrv_data_version_t *dv);
+/* Starts the pulls that are due (one per peer at a time, back-off, anchor refresh). */
+void nsrv__pull_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
+/* Abandons pulls older than NSRV_GOSSIP_PULL_DEADLINE_MS; returns the next pull deadline. */
+uint64_t nsrv__pull_expire(nsrv_gossip_node_t *n, uint64_t now_mono);
+
+/* node_sched.c */
+void nsrv__emit(nsrv_gossip_node_t *n, uint8_t kind, uint8_t peer, uint32_t pull_id, const void *d,
+                size_t len);
+void nsrv__random(nsrv_gossip_node_t *n, void *buf, size_t len);
