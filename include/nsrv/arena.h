@@ -13,6 +13,7 @@ typedef struct nsrv_arena_chunk nsrv_arena_chunk_t;
 typedef struct {
     nsrv_arena_chunk_t *head;
     size_t chunk_size;
+    size_t allocated; /* bytes handed out since the last reset: lets a decoder charge a budget */
 } nsrv_arena_t;
 
 void nsrv_arena_init(nsrv_arena_t *a, size_t chunk_size);

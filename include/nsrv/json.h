@@ -66,6 +66,10 @@ struct nsrv_json {
  */
 int nsrv_json_parse(nsrv_arena_t *arena, const char *text, size_t len, nsrv_json_t **root,
                     char *err, size_t err_len);
+/* The same, stopping with "tree over budget" as soon as the tree has taken more
+ * than max_bytes of the arena: for a caller that charges it to a memory budget. */
+int nsrv_json_parse_max(nsrv_arena_t *arena, const char *text, size_t len, size_t max_bytes,
+                        nsrv_json_t **root, char *err, size_t err_len);
 
 /* Object member lookup by exact key; NULL if obj is not an object or key absent. */
 const nsrv_json_t *nsrv_json_get(const nsrv_json_t *obj, const char *key);

@@ -76,6 +76,30 @@ int nsrv_register_body_decode(const uint8_t *body, size_t len, int32_t version,
                               bool compressed_flag, nsrv_arena_t *arena, nsrv_register_body_t *out,
                               char *err, size_t err_len);
 
+/*
+ * What one registration may cost (registerMaxTopics, registerMaxDecodedBytes).
+ * A compressed body expands many times over, and each topic it names becomes
+ * route-table state, so these bound the memory a single request can claim.
+ * 0 means no limit beyond the fixed caps above.
+ */
+typedef struct {
+    size_t max_topics;
+    /* Charged while decoding: inflated text plus every structure the decode
+     * allocates (JSON trees, topic and mapping arrays, strings). */
+    size_t max_decoded_bytes;
+} nsrv_register_body_limits_t;
+
+/**
+ * nsrv_register_body_decode() within @p lim (NULL: no limits). A body past a
+ * limit is NSRV_ETOOBIG with err naming the limit, e.g. "Failed to decode
+ * RegisterBrokerBody: 250000 topics exceed registerMaxTopics=200000"; the
+ * topic count is checked before anything is allocated for the topics.
+ */
+int nsrv_register_body_decode_bounded(const uint8_t *body, size_t len, int32_t version,
+                                      bool compressed_flag, const nsrv_register_body_limits_t *lim,
+                                      nsrv_arena_t *arena, nsrv_register_body_t *out, char *err,
+                                      size_t err_len);
+
 /**
  * Decodes a DataVersion JSON object {"counter":..,"stateVersion":..,"timestamp":..}
  * (QUERY_DATA_VERSION body). Missing or null fields read as 0; numeric

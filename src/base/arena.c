@@ -17,6 +17,7 @@ struct nsrv_arena_chunk {
 void nsrv_arena_init(nsrv_arena_t *a, size_t chunk_size) {
     a->head = NULL;
     a->chunk_size = chunk_size ? chunk_size : 8192;
+    a->allocated = 0;
 }
 
 void nsrv_arena_deinit(nsrv_arena_t *a) {
@@ -41,6 +42,7 @@ void nsrv_arena_reset(nsrv_arena_t *a) {
     }
     c->used = 0;
     a->head = c;
+    a->allocated = 0;
 }
 
 void *nsrv_arena_alloc(nsrv_arena_t *a, size_t n) {
@@ -57,6 +59,7 @@ void *nsrv_arena_alloc(nsrv_arena_t *a, size_t n) {
     }
     void *p = c->data + c->used;
     c->used += n;
+    a->allocated += n;
     return p;
 }
 

@@ -22,6 +22,8 @@ typedef struct {
     char *err;
     size_t err_len;
     uint32_t nodes;
+    size_t arena_start; /* arena->allocated when the parse began */
+    size_t max_bytes;
 } parser_t;
 
 static int fail(parser_t *ps, const char *what) {
@@ -310,6 +312,8 @@ static int parse_value(parser_t *ps, nsrv_json_t **out, int depth) {
         return fail(ps, "nesting too deep");
     if (ps->nodes >= NSRV_JSON_MAX_NODES)
         return fail(ps, "too many values");
+    if (ps->arena->allocated - ps->arena_start > ps->max_bytes)
+        return fail(ps, "tree over budget");
     skip_ws(ps);
     if (ps->p >= ps->end)
         return fail(ps, "expected value");
@@ -345,12 +349,17 @@ static int parse_value(parser_t *ps, nsrv_json_t **out, int depth) {
 
 int nsrv_json_parse(nsrv_arena_t *arena, const char *text, size_t len, nsrv_json_t **root,
                     char *err, size_t err_len) {
+    return nsrv_json_parse_max(arena, text, len, SIZE_MAX, root, err, err_len);
+}
+
+int nsrv_json_parse_max(nsrv_arena_t *arena, const char *text, size_t len, size_t max_bytes,
+                        nsrv_json_t **root, char *err, size_t err_len) {
     if (len > UINT32_MAX) {
         if (err && err_len)
             snprintf(err, err_len, "document too large");
         return NSRV_EJSON;
     }
-    parser_t ps = {arena, text, text + len, text, err, err_len, 0};
+    parser_t ps = {arena, text, text + len, text, err, err_len, 0, arena->allocated, max_bytes};
     nsrv_json_t *v;
     /* Skip a UTF-8 BOM, which Java's readers tolerate. */
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)

@@ -46,9 +46,13 @@ void nsrv_proc_register_broker(nsrv_proc_ctx_t *ctx) {
     }
     nsrv_register_body_t body;
     char err[256];
-    if (nsrv_register_body_decode(req->body, req->body_len, req->version,
-                                  nsrv_proc_ext_true(ctx, "compressed"), ctx->arena, &body, err,
-                                  sizeof err) != 0) {
+    const nsrv_register_body_limits_t lim = {
+        .max_topics = (size_t)ctx->p->cfg->register_max_topics,
+        .max_decoded_bytes = (size_t)ctx->p->cfg->register_max_decoded_bytes,
+    };
+    if (nsrv_register_body_decode_bounded(req->body, req->body_len, req->version,
+                                          nsrv_proc_ext_true(ctx, "compressed"), &lim, ctx->arena,
+                                          &body, err, sizeof err) != 0) {
         /* Java throws here, so its reply is the generic error one: no extFields. */
         ctx->resp->has_ext = false;
         nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", err);

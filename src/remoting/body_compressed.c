@@ -24,7 +24,10 @@
  */
 static int inflate_body(nsrv_body_dctx_t *d, const uint8_t *body, size_t len, uint8_t **out,
                         size_t *out_len) {
-    const size_t limit = NSRV_REGISTER_BODY_MAX_INFLATED + 1;
+    /* The inflated text is charged to the decode budget, so it stops there too. */
+    size_t max = NSRV_MIN(NSRV_REGISTER_BODY_MAX_INFLATED, nsrv__body_budget_left(d));
+    bool by_budget = max < NSRV_REGISTER_BODY_MAX_INFLATED;
+    const size_t limit = max + 1;
     size_t cap = len < limit / 4 ? NSRV_MAX(len * 4, (size_t)4096) : limit;
     cap = NSRV_MIN(cap, limit);
     uint8_t *buf = nsrv_malloc(cap);
@@ -46,8 +49,12 @@ static int inflate_body(nsrv_body_dctx_t *d, const uint8_t *body, size_t len, ui
         if (produced == cap) {
             if (cap == limit) {
                 rc = NSRV_ETOOBIG;
-                nsrv__body_fail(d, "inflated body exceeds %zu bytes",
-                                NSRV_REGISTER_BODY_MAX_INFLATED);
+                if (by_budget)
+                    nsrv__body_fail(d, "inflated body exceeds registerMaxDecodedBytes=%zu bytes",
+                                    d->lim->max_decoded_bytes);
+                else
+                    nsrv__body_fail(d, "inflated body exceeds %zu bytes",
+                                    NSRV_REGISTER_BODY_MAX_INFLATED);
                 break;
             }
             cap = NSRV_MIN(cap * 2, limit);
@@ -218,6 +225,8 @@ static int parse_inflated(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, int32
         return rc;
 
     rc = read_count(d, &r, "topic count", MIN_TOPIC_ITEM, &count);
+    if (rc == 0)
+        rc = nsrv__body_check_topics(d, count);
     if (rc)
         return rc;
     if (count) {
@@ -227,6 +236,8 @@ static int parse_inflated(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, int32
             if (rc)
                 return rc;
             rc = topic_config_from_text(d, item, item_len, &b->topics[i]);
+            if (rc == 0 && i % 1024 == 0)
+                rc = nsrv__body_charge(d);
             if (rc)
                 return rc;
         }
@@ -269,7 +280,11 @@ int nsrv__body_decode_compressed(nsrv_body_dctx_t *d, const uint8_t *body, size_
     int rc = inflate_body(d, body, len, &raw, &raw_len);
     if (rc)
         return rc;
+    d->inflated = raw_len;
     rc = parse_inflated(d, raw, raw_len, version, b);
+    if (rc == 0)
+        rc = nsrv__body_charge(d);
     nsrv_free(raw);
+    d->inflated = 0;
     return rc;
 }

@@ -34,6 +34,32 @@ int nsrv__body_fail(nsrv_body_dctx_t *d, const char *fmt, ...) {
     return NSRV_EBODY;
 }
 
+static size_t decoded_bytes(const nsrv_body_dctx_t *d) {
+    return d->inflated + (d->arena->allocated - d->arena_start);
+}
+
+size_t nsrv__body_budget_left(const nsrv_body_dctx_t *d) {
+    if (!d->lim || d->lim->max_decoded_bytes == 0)
+        return SIZE_MAX;
+    size_t used = decoded_bytes(d);
+    return used < d->lim->max_decoded_bytes ? d->lim->max_decoded_bytes - used : 0;
+}
+
+int nsrv__body_charge(nsrv_body_dctx_t *d) {
+    if (!d->lim || d->lim->max_decoded_bytes == 0 || decoded_bytes(d) <= d->lim->max_decoded_bytes)
+        return 0;
+    nsrv__body_fail(d, "decoding takes more than registerMaxDecodedBytes=%zu bytes",
+                    d->lim->max_decoded_bytes);
+    return NSRV_ETOOBIG;
+}
+
+int nsrv__body_check_topics(nsrv_body_dctx_t *d, size_t n) {
+    if (!d->lim || d->lim->max_topics == 0 || n <= d->lim->max_topics)
+        return 0;
+    nsrv__body_fail(d, "%zu topics exceed registerMaxTopics=%zu", n, d->lim->max_topics);
+    return NSRV_ETOOBIG;
+}
+
 bool nsrv__body_key_is(const nsrv_json_t *member, const char *key) {
     size_t n = strlen(key);
     return member->key_len == n && memcmp(member->key, key, n) == 0;
@@ -46,9 +72,17 @@ bool nsrv__body_is_null(const nsrv_json_t *v) {
 int nsrv__body_parse_json(nsrv_body_dctx_t *d, const void *text, size_t len, const char *what,
                           nsrv_json_t **root) {
     char why[96] = "";
-    if (nsrv_json_parse(d->arena, (const char *)text, len, root, why, sizeof why) != 0)
+    /* The parse stops as soon as its tree overruns the budget. */
+    if (nsrv_json_parse_max(d->arena, (const char *)text, len, nsrv__body_budget_left(d), root, why,
+                            sizeof why) != 0) {
+        if (strncmp(why, "tree over budget", 16) == 0) {
+            nsrv__body_fail(d, "decoding takes more than registerMaxDecodedBytes=%zu bytes",
+                            d->lim->max_decoded_bytes);
+            return NSRV_ETOOBIG;
+        }
         return nsrv__body_fail(d, "bad %s JSON (%s)", what, why);
-    return 0;
+    }
+    return nsrv__body_charge(d);
 }
 
 /*
@@ -140,7 +174,16 @@ static bool is_zlib_header(const uint8_t *p, size_t len) {
 int nsrv_register_body_decode(const uint8_t *body, size_t len, int32_t version,
                               bool compressed_flag, nsrv_arena_t *arena, nsrv_register_body_t *out,
                               char *err, size_t err_len) {
-    nsrv_body_dctx_t d = {arena, err, err_len, "Failed to decode RegisterBrokerBody: "};
+    return nsrv_register_body_decode_bounded(body, len, version, compressed_flag, NULL, arena, out,
+                                             err, err_len);
+}
+
+int nsrv_register_body_decode_bounded(const uint8_t *body, size_t len, int32_t version,
+                                      bool compressed_flag, const nsrv_register_body_limits_t *lim,
+                                      nsrv_arena_t *arena, nsrv_register_body_t *out, char *err,
+                                      size_t err_len) {
+    nsrv_body_dctx_t d = {
+        arena, err, err_len, "Failed to decode RegisterBrokerBody: ", lim, arena->allocated, 0};
     nsrv_register_body_t b;
     memset(&b, 0, sizeof b);
     if (len == 0) {
@@ -158,6 +201,8 @@ int nsrv_register_body_decode(const uint8_t *body, size_t len, int32_t version,
     else
         rc = nsrv__body_fail(&d, "neither JSON nor a zlib stream (compressed=%s)",
                              compressed_flag ? "true" : "false");
+    if (rc == 0)
+        rc = nsrv__body_charge(&d);
     if (rc)
         return rc;
     *out = b;
@@ -166,7 +211,7 @@ int nsrv_register_body_decode(const uint8_t *body, size_t len, int32_t version,
 
 int nsrv_data_version_decode(const uint8_t *body, size_t len, nsrv_arena_t *arena,
                              nsrv_data_version_t *out) {
-    nsrv_body_dctx_t d = {arena, NULL, 0, ""};
+    nsrv_body_dctx_t d = {arena, NULL, 0, "", NULL, 0, 0};
     nsrv_json_t *root;
     if (len == 0 || nsrv_json_parse(arena, (const char *)body, len, &root, NULL, 0) != 0)
         return NSRV_EBODY;
@@ -199,7 +244,7 @@ static int queue_data_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o, nsrv_
 int nsrv_topic_route_queue_datas_decode(const uint8_t *body, size_t len, nsrv_arena_t *arena,
                                         nsrv_queue_data_t **out, size_t *n, char *err,
                                         size_t err_len) {
-    nsrv_body_dctx_t d = {arena, err, err_len, "Failed to decode TopicRouteData: "};
+    nsrv_body_dctx_t d = {arena, err, err_len, "Failed to decode TopicRouteData: ", NULL, 0, 0};
     if (len == 0) {
         *out = NULL;
         *n = 0;

@@ -19,12 +19,23 @@ typedef struct {
     char *err;
     size_t err_len;
     const char *prefix; /* prepended to every reason */
+    /* Budget of one RegisterBrokerBody decode (NULL: none); see nsrv__body_charge. */
+    const nsrv_register_body_limits_t *lim;
+    size_t arena_start; /* arena->allocated when the decode began */
+    size_t inflated;    /* bytes of inflated text alive during the decode */
 } nsrv_body_dctx_t;
 
 /* Writes prefix + the formatted reason to d->err (if any); returns NSRV_EBODY. */
 __attribute__((format(printf, 2, 3))) int nsrv__body_fail(nsrv_body_dctx_t *d, const char *fmt,
                                                           ...);
 bool nsrv__body_key_is(const nsrv_json_t *member, const char *key);
+/* NSRV_ETOOBIG (with the reason in err) once what the decode allocated passes
+ * lim->max_decoded_bytes; 0 otherwise. */
+int nsrv__body_charge(nsrv_body_dctx_t *d);
+/* Bytes of the budget still free (SIZE_MAX without a budget). */
+size_t nsrv__body_budget_left(const nsrv_body_dctx_t *d);
+/* NSRV_ETOOBIG when a table of n topics is over lim->max_topics. */
+int nsrv__body_check_topics(nsrv_body_dctx_t *d, size_t n);
 /* Absent or JSON null. */
 bool nsrv__body_is_null(const nsrv_json_t *v);
 int nsrv__body_parse_json(nsrv_body_dctx_t *d, const void *text, size_t len, const char *what,

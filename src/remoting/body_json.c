@@ -146,14 +146,20 @@ static int topic_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
         return nsrv__body_fail(d, "topicConfigTable is not an object");
     if (o->count == 0)
         return 0;
+    int rc = nsrv__body_check_topics(d, o->count);
+    if (rc)
+        return rc;
     nsrv_topic_config_t *t = nsrv_arena_alloc(d->arena, o->count * sizeof *t);
     size_t n = 0;
     for (const nsrv_json_t *e = o->child; e; e = e->next) {
-        int rc = topic_config_from_json(d, e, e->key, &t[n]);
+        rc = topic_config_from_json(d, e, e->key, &t[n]);
         if (rc)
             return rc;
         n++;
     }
+    rc = nsrv__body_charge(d);
+    if (rc)
+        return rc;
     b->topics = t;
     b->n_topics = n;
     return 0;

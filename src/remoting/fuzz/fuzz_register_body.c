@@ -17,6 +17,7 @@
 
 #include <zlib.h>
 
+#include "nsrv/common.h"
 #include "nsrv/register_body.h"
 
 /* Both sides of each threshold, a 4.x and the current broker, HIGHER_VERSION (612) and junk. */
@@ -99,7 +100,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nsrv_arena_init(&arena, 8192);
     char err[256];
     nsrv_register_body_t b;
-    if (nsrv_register_body_decode(body, len, version, flag, &arena, &b, err, sizeof err) == 0) {
+    int unbounded =
+        nsrv_register_body_decode(body, len, version, flag, &arena, &b, err, sizeof err);
+    /* Within limits taken from the input, a decode either gives the same result or is
+     * refused as too big (only ever when the unbounded decode succeeded or was too big). */
+    {
+        nsrv_arena_t la;
+        nsrv_arena_init(&la, 8192);
+        nsrv_register_body_limits_t lim = {(size_t)(data[0] >> 5) * 3, (size_t)len * (data[0] & 7)};
+        nsrv_register_body_t lb;
+        char lerr[256];
+        int rc = nsrv_register_body_decode_bounded(body, len, version, flag, &lim, &la, &lb, lerr,
+                                                   sizeof lerr);
+        if (rc == 0) {
+            check(unbounded == 0, "bounded decode accepts what the unbounded one refuses");
+            check(lim.max_topics == 0 || lb.n_topics <= lim.max_topics, "topic limit not applied");
+            check(lim.max_decoded_bytes == 0 || la.allocated <= lim.max_decoded_bytes,
+                  "byte budget not applied");
+            check_same(&b, &lb, true);
+        } else if (unbounded == 0) {
+            check(rc == NSRV_ETOOBIG, "bounded decode fails otherwise than as too big");
+        }
+        nsrv_arena_deinit(&la);
+    }
+    if (unbounded == 0) {
         check_valid(&b);
 
         nsrv_buf_t j = NSRV_BUF_INIT;

@@ -853,6 +853,64 @@ static void test_queue_datas_decode(void **state) {
     }
 }
 
+/* ---- what one registration may cost (registerMaxTopics, registerMaxDecodedBytes) ---- */
+
+/* Decodes with limits; returns the rc and the decoded bytes charged on success. */
+static int decode_limited(const nsrv_buf_t *body, size_t max_topics, size_t max_bytes,
+                          nsrv_register_body_t *b, char *err, size_t err_len) {
+    const nsrv_register_body_limits_t lim = {max_topics, max_bytes};
+    nsrv_arena_reset(&arena);
+    err[0] = '\0';
+    return nsrv_register_body_decode_bounded((const uint8_t *)body->data, body->len, NSRV_MQ_V5_3_3,
+                                             false, &lim, &arena, b, err, err_len);
+}
+
+static void test_registration_limits(void **state) {
+    (void)state;
+    enum { N = 5000 };
+    nsrv_arena_t src_arena;
+    nsrv_arena_init(&src_arena, 1 << 20);
+    nsrv_topic_config_t *topics = nsrv_arena_alloc(&src_arena, N * sizeof *topics);
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "T%06d", i);
+        topics[i] =
+            (nsrv_topic_config_t){nsrv_arena_strndup(&src_arena, name, strlen(name)), 8, 8, 6, 0};
+    }
+    nsrv_register_body_t src = {{1, 2, 3}, topics, N, true, NULL, 0, NULL, 0};
+    nsrv_buf_t forms[2] = {NSRV_BUF_INIT, NSRV_BUF_INIT};
+    nsrv_register_body_encode_json(&src, &forms[0]);
+    assert_int_equal(nsrv_register_body_encode_compressed(&src, NSRV_MQ_V5_3_3, &forms[1]), 0);
+    nsrv_register_body_t b;
+    char err[256];
+    for (int f = 0; f < 2; f++) {
+        /* Exactly at the topic limit: accepted; one below: refused, naming the key. */
+        assert_int_equal(decode_limited(&forms[f], N, 0, &b, err, sizeof err), 0);
+        assert_int_equal(b.n_topics, N);
+        size_t used = arena.allocated;
+        assert_int_equal(decode_limited(&forms[f], N - 1, 0, &b, err, sizeof err), NSRV_ETOOBIG);
+        assert_string_equal(err, "Failed to decode RegisterBrokerBody: 5000 topics exceed "
+                                 "registerMaxTopics=4999");
+        /* 0: no topic limit. */
+        assert_int_equal(decode_limited(&forms[f], 0, 0, &b, err, sizeof err), 0);
+        /* A byte budget the decode needs is enough; one well under it is refused. */
+        size_t need = used + (f == 1 ? 256 * 1024 : 0); /* + inflated text */
+        int rc = decode_limited(&forms[f], 0, need, &b, err, sizeof err);
+        if (rc)
+            print_error("%s\n", err);
+        assert_int_equal(rc, 0);
+        assert_int_equal(decode_limited(&forms[f], 0, used / 2, &b, err, sizeof err), NSRV_ETOOBIG);
+        assert_non_null(strstr(err, "registerMaxDecodedBytes="));
+        /* The refused decode stopped near the budget instead of decoding it all. */
+        assert_true(arena.allocated <= used / 2 + 64 * 1024);
+        print_message("%s form: %zu bytes body, %zu bytes decoded\n", f ? "compressed" : "JSON",
+                      forms[f].len, used);
+    }
+    nsrv_buf_deinit(&forms[0]);
+    nsrv_buf_deinit(&forms[1]);
+    nsrv_arena_deinit(&src_arena);
+}
+
 /* ---- scale: a 20,000-topic broker ---- */
 
 static double now_s(void) {
@@ -924,6 +982,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_data_version_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_datas_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_bodies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_registration_limits, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
