@@ -32,7 +32,7 @@ import scenarios as sc  # noqa: E402
 from suite import HEAL_GRACE_S, Result, Suite  # noqa: E402
 
 HOSTS = {"n1": 1, "n2": 2, "n3": 3, "c": 10, "jc": 11, "ball": 21, "s1": 31, "s2": 32, "s3": 33,
-         "bjava": 23, "probe": 24, "ghost": 25, "atk": 50, "jns": 40}
+         "bjava": 23, "probe": 24, "ghost": 25, "atk": 50, "j1": 41, "j2": 42, "j3": 43, "bj2": 52}
 
 
 def plan(short: bool) -> List[Tuple[str, Callable]]:

@@ -204,9 +204,6 @@ class JavaLoad:
         if p.proc.poll() is not None or c.proc.poll() is not None:
             res.failures.append("a Java client exited")
 
-    def mark_signal(self, node, t: float) -> None:
-        pass
-
     # ------------------------------------------------------------------ route polling clients
 
     def routepoll(self, addrs: str, topic: str, seconds: float, tag: str) -> Dict[str, Lines]:
@@ -221,19 +218,69 @@ class JavaLoad:
         return out
 
     @staticmethod
-    def poll_result(p: Lines, timeout: float) -> Dict[str, int]:
-        try:
-            p.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
+    def poll_result(p: Lines) -> Dict:
+        """Stops a routepoll client: requests answered (as of its last progress line) and every
+        failed request (each is its own line, so none is missed)."""
+        p.stop()
         p.t.join(5)
-        ok = failed = -1
+        ok = 0
         for _, line in p.lines:
             m = re.match(r"ROUTEPOLL ok=(\d+) failed=(\d+)", line)
             if m:
-                ok, failed = int(m.group(1)), int(m.group(2))
-        p.stop()
-        return {"ok": ok, "failed": failed, "fails": [x for _, x in p.lines if x.startswith("FAIL")][:3]}
+                ok = int(m.group(1))
+        fails = [x for _, x in p.lines if x.startswith("FAIL")]
+        return {"ok": ok, "failed": len(fails), "first": fails[:2]}
+
+    def java_ns_rolling(self, gap_s: float) -> Dict[str, Dict]:
+        """The same rolling SIGTERM restart against three Java 5.3.3 NameServers (namespaces
+        j1..j3, a simulated broker registered with them), polled by the same two clients."""
+        net = self.s.net
+        hosts = ["j1", "j2", "j3"]
+        addrs = ";".join(f"{net.ip(h)}:9876" for h in hosts)
+        procs: Dict[str, Lines] = {}
+
+        def start_ns(h: str) -> None:
+            w = self.work / f"ns-{h}"
+            (w / "run").mkdir(parents=True, exist_ok=True)
+            (w / "ns.properties").write_text(f"listenPort=9876\nkvConfigPath={w}/kv.json\n")
+            procs[h] = Lines(net.exec_prefix(h) + [
+                "java", "-server", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", *J17, f"-Duser.home={w}/run",
+                f"-Drocketmq.home.dir={self.home}", "-cp", self.cp("5.3.3", "namesrv"),
+                "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(w / "ns.properties")],
+                w / "stderr.log", w)
+            self.s.extra_procs.append(procs[h].proc)
+
+        for h in hosts:
+            start_ns(h)
+        for h in hosts:
+            if not procs[h].wait_line("boot success", 60):
+                raise RuntimeError(f"Java NameServer {h} did not start")
+        sim = self.s.sim("jsim", "bj2", [], 1, "jns-", expect=False, namesrv=addrs.split(";"))
+        topic = f"topic-{sim.names()[0]}-0"
+        time.sleep(2)
+        polls = self.routepoll(addrs, topic, 600, "javans")
+        try:
+            time.sleep(2)
+            for h in hosts:
+                p = procs[h]
+                p.proc.terminate()
+                try:
+                    p.proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    p.proc.kill()
+                p.stop()
+                time.sleep(0.5)
+                start_ns(h)
+                procs[h].wait_line("boot success", 60)
+                time.sleep(gap_s)
+            time.sleep(2)
+        finally:
+            res = {v: self.poll_result(p) for v, p in polls.items()}
+            sim.close(5)
+            self.s.sims.pop("jsim", None)
+            for p in procs.values():
+                p.stop()
+        return res
 
     def finish(self, results, log) -> None:
         for x in (self.producer, self.consumer):

@@ -83,13 +83,37 @@ def kill9(s: Suite, res: Result, ids: List[int], down_s: float) -> float:
 
 
 def rolling_sigterm(s: Suite, res: Result, gap_s: float) -> float:
+    polls = None
+    if s.java is not None:
+        polls = s.java.routepoll(s.cluster.addrs(), "ChaosTopic", 600, "nsrvd")
+        time.sleep(2)
+    try:
+        last = _rolling(s, res, gap_s)
+        time.sleep(2)
+    finally:
+        counts = {v: s.java.poll_result(p) for v, p in polls.items()} if polls else None
+    if counts is None:
+        res.notes.append("no Java clients (peers cache missing): GO_AWAY clients not checked")
+        return last
+    base = s.java.java_ns_rolling(gap_s)
+    for v in ("5.3.3", "4.9.7"):
+        res.notes.append(f"{v} client: nsrvd {counts[v]['failed']} failed of {counts[v]['ok']}, Java NameServer "
+                         f"{base[v]['failed']} failed of {base[v]['ok']} {counts[v]['first'] or ''}")
+    res.check(counts["5.3.3"]["ok"] > 0 and counts["4.9.7"]["ok"] > 0, "a polling client made no request")
+    res.check(counts["5.3.3"]["failed"] == 0,
+              f"5.3.3 client saw {counts['5.3.3']['failed']} failed request(s) across the rolling restart")
+    res.check(counts["4.9.7"]["failed"] <= base["4.9.7"]["failed"],
+              f"4.9.7 client: {counts['4.9.7']['failed']} failed requests with nsrvd, "
+              f"{base['4.9.7']['failed']} with the Java NameServer")
+    return last
+
+
+def _rolling(s: Suite, res: Result, gap_s: float) -> float:
     last = time.monotonic()
     for nd in s.nodes:
         t_sig = time.monotonic()
         excl = {nd.id: s.exempt_window(nd.id, "*", t_sig)}
         solo = {nd.id: s.exempt_window(0, f"solo{nd.id}-0000", t_sig)}
-        if s.java is not None:
-            s.java.mark_signal(nd, t_sig)
         rc = nd.terminate(15)
         t_exit = time.monotonic()
         res.check(rc == 0, f"node {nd.id}: exit code {rc} after SIGTERM")

@@ -91,8 +91,8 @@ class Suite:
         return self.cluster.nodes
 
     def sim(self, key: str, host: str, node_ids: List[int], brokers: int, prefix: str,
-            expect: bool = True) -> NetBrokerSim:
-        s = NetBrokerSim(self.net, host, [self.node(i).addr for i in node_ids],
+            expect: bool = True, namesrv: Optional[List[str]] = None) -> NetBrokerSim:
+        s = NetBrokerSim(self.net, host, namesrv or [self.node(i).addr for i in node_ids],
                          self.work / f"sim-{key}.log", brokers=brokers, topics=2, prefix=prefix,
                          period_ms=BROKER_PERIOD_MS, timeout_ms=BROKER_TIMEOUT_MS, duration_s=100000,
                          binary=self.brokersim, sys_topics=False)

@@ -42,7 +42,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * routepoll --ns A --topic T --interval MS --duration S
  *     asks the NameServers for the route of T through the client's own remoting layer (which
  *     picks a NameServer and moves on after a failure, and in 5.x follows GO_AWAY) every
- *     interval; "FAIL epochMillis reason" per failed request, "ROUTEPOLL ok=.. failed=.." at the end
+ *     interval; "FAIL epochMillis reason" per failed request, "ROUTEPOLL ok=.. failed=.." every
+ *     second and at the end
  * </pre>
  *
  * The process exits with System.exit without shutting the client down: the client's
@@ -324,8 +325,14 @@ public final class CompatClient {
         System.out.flush();
         int ok = 0;
         int failed = 0;
+        long report = System.currentTimeMillis() + 1000;
         while (System.currentTimeMillis() < until) {
             long t = System.currentTimeMillis();
+            if (t >= report) {
+                System.out.println("ROUTEPOLL ok=" + ok + " failed=" + failed);
+                System.out.flush();
+                report = t + 1000;
+            }
             try {
                 api.getTopicRouteInfoFromNameServer(topic, 3000);
                 ok++;
