@@ -76,6 +76,12 @@ if [ -x "$top/build-test/src/nsrvd" ]; then
   NSRVD_BIN="$top/build-test/src/nsrvd" COMPAT_LOG_DIR="$top/build-test/compat-logs" \
     ./cluster-tests/compat/run-compat.sh 2>&1 | tee "$top/build-test/compat.log"
   count_summary compat "$top/build-test/compat.log"
+
+  # after compat: it fills the peers cache that gives the chaos suite its real broker and clients
+  echo "=== chaos: network-namespace chaos suite, --short (release build)"
+  CHAOS_WORK="$top/build-test/chaos" ./cluster-tests/chaos/run.sh --short --nsrvd "$top/build-test/src/nsrvd" \
+    2>&1 | tee "$top/build-test/chaos.log"
+  count_summary chaos "$top/build-test/chaos.log"
 fi
 
 echo "$passed passed, $failed failed"

@@ -42,7 +42,7 @@ def plan(short: bool) -> List[Tuple[str, Callable]]:
         ("kill9-one", lambda s, r: sc.kill9(s, r, [1], 3)),
         ("kill9-two", lambda s, r: sc.kill9(s, r, [1, 2], 3)),
         ("kill9-all", lambda s, r: sc.kill9(s, r, [1, 2, 3], 3)),
-        ("rolling-sigterm", lambda s, r: sc.rolling_sigterm(s, r, 2 if short else 5)),
+        ("rolling-sigterm", lambda s, r: sc.rolling_sigterm(s, r, 2 if short else 5, java_baseline=not short)),
         (f"pause-{10 if short else 60}s", lambda s, r: sc.pause(s, r, 2, 10 if short else 60)),
         ("cut-peers", lambda s, r: sc.cut(s, r, 3, "peers", cut_s)),
         ("cut-brokers", lambda s, r: sc.cut(s, r, 3, "brokers", cut_s)),

@@ -82,7 +82,7 @@ def kill9(s: Suite, res: Result, ids: List[int], down_s: float) -> float:
     return max(s.node(i).exec_time for i in ids)
 
 
-def rolling_sigterm(s: Suite, res: Result, gap_s: float) -> float:
+def rolling_sigterm(s: Suite, res: Result, gap_s: float, java_baseline: bool = True) -> float:
     polls = None
     if s.java is not None:
         polls = s.java.routepoll(s.cluster.addrs(), "ChaosTopic", 600, "nsrvd")
@@ -95,13 +95,20 @@ def rolling_sigterm(s: Suite, res: Result, gap_s: float) -> float:
     if counts is None:
         res.notes.append("no Java clients (peers cache missing): GO_AWAY clients not checked")
         return last
+    res.check(counts["5.3.3"]["ok"] > 0 and counts["4.9.7"]["ok"] > 0, "a polling client made no request")
+    res.check(counts["5.3.3"]["failed"] == 0,
+              f"5.3.3 client saw {counts['5.3.3']['failed']} failed request(s) across the rolling restart")
+    if not java_baseline:
+        # Three Java NameServers restarted in turn take minutes of JVM start-up on two cores:
+        # the comparison runs in the full suite only.
+        for v in ("5.3.3", "4.9.7"):
+            res.notes.append(f"{v} client: nsrvd {counts[v]['failed']} failed of {counts[v]['ok']} "
+                             f"{counts[v]['first'] or ''}(Java NameServer comparison: full run only)")
+        return last
     base = s.java.java_ns_rolling(gap_s)
     for v in ("5.3.3", "4.9.7"):
         res.notes.append(f"{v} client: nsrvd {counts[v]['failed']} failed of {counts[v]['ok']}, Java NameServer "
                          f"{base[v]['failed']} failed of {base[v]['ok']} {counts[v]['first'] or ''}")
-    res.check(counts["5.3.3"]["ok"] > 0 and counts["4.9.7"]["ok"] > 0, "a polling client made no request")
-    res.check(counts["5.3.3"]["failed"] == 0,
-              f"5.3.3 client saw {counts['5.3.3']['failed']} failed request(s) across the rolling restart")
     res.check(counts["4.9.7"]["failed"] <= base["4.9.7"]["failed"],
               f"4.9.7 client: {counts['4.9.7']['failed']} failed requests with nsrvd, "
               f"{base['4.9.7']['failed']} with the Java NameServer")
