@@ -5,7 +5,7 @@ fresh Java NameServer and a fresh nsrvd in lockstep; each pair of responses is c
   reply    one answered, the other did not (within 2 s)
   code, remark, ext, flag, language, version, type (serialize type of the reply)
   body     parsed (order-insensitive) equality
-  bytes    byte-for-byte equality once maps and lists are put in Java's order (fjtext)
+  bytes    byte-for-byte equality once maps and lists are put in Java's order (fastjson.py)
   config   GET_NAMESRV_CONFIG: the properties both have, and which keys only one has
 
 Every difference must be listed in ../DIFFERENCES.md (table rows "| D<n> | case glob | aspect |
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-import fjtext
-from common import COMPAT, FAIL, PASS, RESULTS, SKIP, cfg, log, rmq
+from common import COMPAT, FAIL, PASS, RESULTS, SKIP, cfg, log, rmq  # puts cluster-tests/lib on sys.path
+import fastjson  # noqa: E402
 from nsquery import canon, strip_5x
 from servers import NameServer, make_nameserver
 
@@ -440,7 +440,7 @@ def compare(step: Step, a: Reply, b: Reply, nsa: NameServer, nsb: NameServer, fo
     if canon(vx) != canon(vy):
         d.append(("body", f"{bx[:600]!r} vs Java {by[:600]!r}"))
     elif kx == "json" and ky == "json" and not for_497:
-        why = fjtext.compare_bytes(bx, by)
+        why = fastjson.compare_bytes(bx, by)
         if why:
             d.append(("bytes", why))
     return d
