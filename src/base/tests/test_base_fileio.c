@@ -11,7 +11,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +19,15 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/fileio.h"
+#include "testlib.h"
 
 typedef struct {
-    char dir[64];
+    nsrv_test_dir_t dir;
 } fixture_t;
-
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
 
 static int setup(void **state) {
     fixture_t *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/nsrv-fileio-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (nsrv_test_dir_make(&f->dir, "fileio") != 0)
         return -1;
     *state = f;
     return 0;
@@ -44,73 +36,49 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fixture_t *f = *state;
     nsrv_file_crash_hook = NULL;
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    nsrv_test_dir_remove(&f->dir);
     free(f);
     return 0;
 }
 
-static char *join(const fixture_t *f, const char *name) {
-    static char buf[4][256];
-    static int i;
-    char *b = buf[i++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", f->dir, name);
-    return b;
-}
-
-static bool exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-/* Asserts that path holds exactly text. */
-static void assert_file(const char *path, const char *text) {
-    char *data = NULL;
-    size_t len = 0;
-    assert_int_equal(nsrv_file_read_all(path, 1 << 20, &data, &len), 0);
-    assert_int_equal(len, strlen(text));
-    assert_memory_equal(data, text, len);
-    assert_int_equal(data[len], '\0');
-    nsrv_free(data);
-}
-
 static void test_write_new_file(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "a.json");
+    const char *p = nsrv_test_dir_join(&f->dir, "a.json");
     assert_int_equal(nsrv_file_write_atomic(p, "hello", 5, true), 0);
-    assert_file(p, "hello");
+    nsrv_test_assert_file(p, "hello");
     /* Nothing to back up on the first write, and no temp file is left. */
-    assert_false(exists(join(f, "a.json.bak")));
-    assert_false(exists(join(f, "a.json.tmp")));
-    assert_false(exists(join(f, "a.json.bak.tmp")));
+    assert_false(nsrv_test_exists(nsrv_test_dir_join(&f->dir, "a.json.bak")));
+    assert_false(nsrv_test_exists(nsrv_test_dir_join(&f->dir, "a.json.tmp")));
+    assert_false(nsrv_test_exists(nsrv_test_dir_join(&f->dir, "a.json.bak.tmp")));
 }
 
 static void test_overwrite_keeps_bak(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "a.json");
-    const char *bak = join(f, "a.json.bak");
+    const char *p = nsrv_test_dir_join(&f->dir, "a.json");
+    const char *bak = nsrv_test_dir_join(&f->dir, "a.json.bak");
     assert_int_equal(nsrv_file_write_atomic(p, "first", 5, true), 0);
     assert_int_equal(nsrv_file_write_atomic(p, "second, longer", 14, true), 0);
-    assert_file(p, "second, longer");
-    assert_file(bak, "first");
+    nsrv_test_assert_file(p, "second, longer");
+    nsrv_test_assert_file(bak, "first");
     /* Shorter new content fully replaces the old one (no leftover tail). */
     assert_int_equal(nsrv_file_write_atomic(p, "3rd", 3, true), 0);
-    assert_file(p, "3rd");
-    assert_file(bak, "second, longer");
+    nsrv_test_assert_file(p, "3rd");
+    nsrv_test_assert_file(bak, "second, longer");
     /* keep_bak=false leaves the .bak alone. */
     assert_int_equal(nsrv_file_write_atomic(p, "4th", 3, false), 0);
-    assert_file(p, "4th");
-    assert_file(bak, "second, longer");
-    assert_false(exists(join(f, "a.json.tmp")));
-    assert_false(exists(join(f, "a.json.bak.tmp")));
+    nsrv_test_assert_file(p, "4th");
+    nsrv_test_assert_file(bak, "second, longer");
+    assert_false(nsrv_test_exists(nsrv_test_dir_join(&f->dir, "a.json.tmp")));
+    assert_false(nsrv_test_exists(nsrv_test_dir_join(&f->dir, "a.json.bak.tmp")));
 }
 
 static void test_write_empty(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "empty");
+    const char *p = nsrv_test_dir_join(&f->dir, "empty");
     assert_int_equal(nsrv_file_write_atomic(p, NULL, 0, true), 0);
-    assert_file(p, "");
+    nsrv_test_assert_file(p, "");
     assert_int_equal(nsrv_file_write_atomic(p, "x", 1, true), 0);
-    assert_file(join(f, "empty.bak"), "");
+    nsrv_test_assert_file(nsrv_test_dir_join(&f->dir, "empty.bak"), "");
 }
 
 static int hook_calls;
@@ -130,8 +98,8 @@ static int pass_hook(const char *tmp_path) {
 
 static void test_crash_before_rename_keeps_old(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "kv.json");
-    const char *tmp = join(f, "kv.json.tmp");
+    const char *p = nsrv_test_dir_join(&f->dir, "kv.json");
+    const char *tmp = nsrv_test_dir_join(&f->dir, "kv.json.tmp");
     assert_int_equal(nsrv_file_write_atomic(p, "old complete", 12, true), 0);
 
     hook_calls = 0;
@@ -141,75 +109,77 @@ static void test_crash_before_rename_keeps_old(void **state) {
     assert_int_equal(hook_calls, 1);
     assert_string_equal(hook_seen, tmp);
     /* The main file is untouched; the "crash" left the synced temp file. */
-    assert_file(p, "old complete");
-    assert_file(tmp, "new");
+    nsrv_test_assert_file(p, "old complete");
+    nsrv_test_assert_file(tmp, "new");
 
     /* The next write overwrites the stale temp file and renames it away. */
     assert_int_equal(nsrv_file_write_atomic(p, "next", 4, true), 0);
-    assert_file(p, "next");
-    assert_file(join(f, "kv.json.bak"), "old complete");
-    assert_false(exists(tmp));
+    nsrv_test_assert_file(p, "next");
+    nsrv_test_assert_file(nsrv_test_dir_join(&f->dir, "kv.json.bak"), "old complete");
+    assert_false(nsrv_test_exists(tmp));
 }
 
 static void test_hook_returning_zero_continues(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "x");
+    const char *p = nsrv_test_dir_join(&f->dir, "x");
     hook_calls = 0;
     nsrv_file_crash_hook = pass_hook;
     assert_int_equal(nsrv_file_write_atomic(p, "abc", 3, false), 0);
     nsrv_file_crash_hook = NULL;
     assert_int_equal(hook_calls, 1);
-    assert_file(p, "abc");
+    nsrv_test_assert_file(p, "abc");
 }
 
 static void test_parent_dirs_created(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "a/b//c/d/file.json");
+    const char *p = nsrv_test_dir_join(&f->dir, "a/b//c/d/file.json");
     assert_int_equal(nsrv_file_write_atomic(p, "{}", 2, true), 0);
-    assert_file(p, "{}");
+    nsrv_test_assert_file(p, "{}");
     /* Existing directories are fine too. */
-    assert_int_equal(nsrv_file_write_atomic(join(f, "a/b/other"), "1", 1, true), 0);
-    assert_file(join(f, "a/b/other"), "1");
+    assert_int_equal(nsrv_file_write_atomic(nsrv_test_dir_join(&f->dir, "a/b/other"), "1", 1, true),
+                     0);
+    nsrv_test_assert_file(nsrv_test_dir_join(&f->dir, "a/b/other"), "1");
 }
 
 static void test_relative_path(void **state) {
     fixture_t *f = *state;
     char cwd[512];
     assert_non_null(getcwd(cwd, sizeof cwd));
-    assert_int_equal(chdir(f->dir), 0);
+    assert_int_equal(chdir(f->dir.path), 0);
     int rc1 = nsrv_file_write_atomic("rel.json", "r", 1, true);
     int rc2 = nsrv_file_write_atomic("sub/rel.json", "s", 1, true);
     assert_int_equal(chdir(cwd), 0);
     assert_int_equal(rc1, 0);
     assert_int_equal(rc2, 0);
-    assert_file(join(f, "rel.json"), "r");
-    assert_file(join(f, "sub/rel.json"), "s");
+    nsrv_test_assert_file(nsrv_test_dir_join(&f->dir, "rel.json"), "r");
+    nsrv_test_assert_file(nsrv_test_dir_join(&f->dir, "sub/rel.json"), "s");
 }
 
 static void test_unwritable_parent_fails(void **state) {
     fixture_t *f = *state;
-    const char *file = join(f, "plain");
+    const char *file = nsrv_test_dir_join(&f->dir, "plain");
     assert_int_equal(nsrv_file_write_atomic(file, "x", 1, false), 0);
     /* A parent that is a regular file cannot be created or written under. */
-    int rc = nsrv_file_write_atomic(join(f, "plain/sub/kv.json"), "y", 1, true);
+    int rc = nsrv_file_write_atomic(nsrv_test_dir_join(&f->dir, "plain/sub/kv.json"), "y", 1, true);
     assert_true(rc < 0);
-    rc = nsrv_file_write_atomic(join(f, "plain/kv.json"), "y", 1, true);
+    rc = nsrv_file_write_atomic(nsrv_test_dir_join(&f->dir, "plain/kv.json"), "y", 1, true);
     assert_true(rc < 0);
-    assert_file(file, "x");
+    nsrv_test_assert_file(file, "x");
     /* A target that is a directory cannot be replaced (and its .bak cannot be read). */
-    assert_int_equal(mkdir(join(f, "isdir"), 0755), 0);
-    assert_true(nsrv_file_write_atomic(join(f, "isdir"), "z", 1, true) < 0);
-    assert_true(nsrv_file_write_atomic(join(f, "isdir"), "z", 1, false) < 0);
-    assert_false(exists(join(f, "isdir.tmp")));
+    assert_int_equal(mkdir(nsrv_test_dir_join(&f->dir, "isdir"), 0755), 0);
+    assert_true(nsrv_file_write_atomic(nsrv_test_dir_join(&f->dir, "isdir"), "z", 1, true) < 0);
+    assert_true(nsrv_file_write_atomic(nsrv_test_dir_join(&f->dir, "isdir"), "z", 1, false) < 0);
+    assert_false(nsrv_test_exists(nsrv_test_dir_join(&f->dir, "isdir.tmp")));
     assert_int_equal(nsrv_file_write_atomic("", "z", 1, false), -EINVAL);
 }
 
 static void test_read_all_caps(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "cap");
+    const char *p = nsrv_test_dir_join(&f->dir, "cap");
     char *data = (char *)0x1;
     size_t len = 77;
-    assert_int_equal(nsrv_file_read_all(join(f, "missing"), 100, &data, &len), -ENOENT);
+    assert_int_equal(nsrv_file_read_all(nsrv_test_dir_join(&f->dir, "missing"), 100, &data, &len),
+                     -ENOENT);
     /* Out-parameters are untouched on error. */
     assert_ptr_equal(data, (char *)0x1);
     assert_int_equal(len, 77);
@@ -228,12 +198,12 @@ static void test_read_all_caps(void **state) {
     assert_string_equal(data, "");
     nsrv_free(data);
 
-    assert_int_equal(nsrv_file_read_all(f->dir, 100, &data, &len), -EISDIR);
+    assert_int_equal(nsrv_file_read_all(f->dir.path, 100, &data, &len), -EISDIR);
 }
 
 static void test_read_all_large_and_unsized(void **state) {
     fixture_t *f = *state;
-    const char *p = join(f, "big");
+    const char *p = nsrv_test_dir_join(&f->dir, "big");
     size_t n = 100000;
     char *src = malloc(n);
     for (size_t i = 0; i < n; i++)

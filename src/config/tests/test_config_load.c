@@ -16,6 +16,7 @@
 #include "nsrv/common.h"
 #include "nsrv/config.h"
 #include "nsrv/fileio.h"
+#include "testlib.h"
 
 /* rocketmq-protocol.md §2.19, verbatim: the Java 5.x default body with
  * user.home=/srv/nsrv-home and ROCKETMQ_HOME=/opt/rocketmq. */
@@ -111,12 +112,11 @@ static char *expected_default_body(bool with_home) {
     return nsrv_buf_steal(&b, NULL);
 }
 
-static char tmpdir[256];
+static nsrv_test_dir_t tmp;
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/nsrv_cfg_load_XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (nsrv_test_dir_make(&tmp, "cfg-load") != 0)
         return -1;
     setenv("HOME", "/srv/nsrv-home", 1);
     setenv("ROCKETMQ_HOME", "/opt/rocketmq", 1);
@@ -125,14 +125,13 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    nsrv_test_dir_remove(&tmp);
+    return 0;
 }
 
 static char *write_tmp(const char *name, const char *text) {
     nsrv_buf_t p = NSRV_BUF_INIT;
-    nsrv_buf_printf(&p, "%s/%s", tmpdir, name);
+    nsrv_buf_printf(&p, "%s/%s", tmp.path, name);
     assert_int_equal(nsrv_file_write_atomic(p.data, text, strlen(text), false), 0);
     return nsrv_buf_steal(&p, NULL);
 }
@@ -299,7 +298,7 @@ static void test_load_errors(void **state) {
     char err[256];
     nsrv_config_init_defaults(&cfg);
     nsrv_buf_t missing = NSRV_BUF_INIT;
-    nsrv_buf_printf(&missing, "%s/missing.properties", tmpdir);
+    nsrv_buf_printf(&missing, "%s/missing.properties", tmp.path);
     assert_int_equal(nsrv_config_load_file(&cfg, missing.data, err, sizeof err), -ENOENT);
     assert_non_null(strstr(err, missing.data));
     nsrv_buf_deinit(&missing);

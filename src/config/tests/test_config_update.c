@@ -19,24 +19,23 @@
 #include "nsrv/config.h"
 #include "nsrv/fileio.h"
 #include "nsrv/log.h"
+#include "testlib.h"
 
-static char tmpdir[256];
+static nsrv_test_dir_t tmp;
 
 static int setup(void **state) {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/nsrv_cfg_upd_XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (nsrv_test_dir_make(&tmp, "cfg-upd") != 0)
         return -1;
-    setenv("HOME", tmpdir, 1);
+    setenv("HOME", tmp.path, 1);
     unsetenv("ROCKETMQ_HOME");
     return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    nsrv_test_dir_remove(&tmp);
+    return 0;
 }
 
 static nsrv_config_update_result_t update(nsrv_config_t *cfg, const char *body, char *remark,
@@ -273,7 +272,7 @@ static void test_persist_round_trip_extras(void **state) {
     /* Odd unknown keys from a -c file survive persist + reload unchanged. */
     const char *text = "we\\ ird\\=key=  v\\talue \n#comment\n\\#hash=\\u00e9\\\\\n";
     nsrv_buf_t p = NSRV_BUF_INIT;
-    nsrv_buf_printf(&p, "%s/c.properties", tmpdir);
+    nsrv_buf_printf(&p, "%s/c.properties", tmp.path);
     assert_int_equal(nsrv_file_write_atomic(p.data, text, strlen(text), false), 0);
     assert_int_equal(nsrv_config_load_file(&cfg, p.data, err, sizeof err), 0);
     assert_int_equal(cfg.extra.count, 2);
@@ -300,7 +299,7 @@ static void test_persist_errors(void **state) {
     nsrv_free(cfg.config_store_path);
     /* A regular file where a directory is needed. */
     nsrv_buf_t p = NSRV_BUF_INIT;
-    nsrv_buf_printf(&p, "%s/plainfile", tmpdir);
+    nsrv_buf_printf(&p, "%s/plainfile", tmp.path);
     assert_int_equal(nsrv_file_write_atomic(p.data, "x", 1, false), 0);
     nsrv_buf_append_c(&p, "/sub/namesrv.properties");
     cfg.config_store_path = nsrv_buf_steal(&p, NULL);

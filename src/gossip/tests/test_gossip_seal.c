@@ -10,24 +10,23 @@
 #include <unistd.h>
 
 #include "gossip_test.h"
+#include "testlib.h"
 
-static char dir[64];
+static nsrv_test_dir_t tmp;
 
 static int setup(void **state) {
     (void)state;
-    strcpy(dir, "/tmp/gossip_seal_XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return nsrv_test_dir_make(&tmp, "gossip-seal");
 }
 
 static int teardown(void **state) {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    nsrv_test_dir_remove(&tmp);
+    return 0;
 }
 
 static void path_in(char *out, size_t cap, const char *name) {
-    snprintf(out, cap, "%s/%s", dir, name);
+    snprintf(out, cap, "%s/%s", tmp.path, name);
 }
 
 static void test_sign_verify(void **state) {
@@ -173,7 +172,7 @@ static void test_key_files(void **state) {
     char q[128];
     path_in(q, sizeof q, "missing.key");
     assert_int_equal(nsrv_seal_sk_load(q, pk, sk), -ENOENT);
-    assert_int_equal(nsrv_seal_sk_load(dir, pk, sk), -EINVAL); /* a directory (mode 0700) */
+    assert_int_equal(nsrv_seal_sk_load(tmp.path, pk, sk), -EINVAL); /* a directory (mode 0700) */
     const char *contents[] = {"", "hello\n", "AAAA\n",
                               "A6EHv/POEL4dcN0Y50vAmWfk1jCbpQ1fHdyGZBJVMbg=A\n"};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(contents); i++) {

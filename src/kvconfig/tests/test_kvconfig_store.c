@@ -12,7 +12,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,27 +23,20 @@
 #include "nsrv/fileio.h"
 #include "nsrv/kv.h"
 #include "nsrv/log.h"
+#include "testlib.h"
 
 typedef struct {
-    char dir[64];
+    nsrv_test_dir_t dir;
     char path[128]; /* <dir>/namesrv/kvConfig.json: the parent does not exist yet */
     char bak[160];
     char tmp[160];
 } fixture_t;
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static int setup(void **state) {
     fixture_t *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/nsrv-kv-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (nsrv_test_dir_make(&f->dir, "kv") != 0)
         return -1;
-    snprintf(f->path, sizeof f->path, "%s/namesrv/kvConfig.json", f->dir);
+    snprintf(f->path, sizeof f->path, "%s/namesrv/kvConfig.json", f->dir.path);
     snprintf(f->bak, sizeof f->bak, "%s.bak", f->path);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp", f->path);
     /* Expected warnings (corrupt files) would only clutter the test output. */
@@ -56,29 +48,9 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fixture_t *f = *state;
     nsrv_file_crash_hook = NULL;
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    nsrv_test_dir_remove(&f->dir);
     free(f);
     return 0;
-}
-
-static bool exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
-static void assert_file(const char *path, const char *text) {
-    char *data = NULL;
-    size_t len = 0;
-    int rc = nsrv_file_read_all(path, 1 << 20, &data, &len);
-    if (rc != 0)
-        fail_msg("reading '%s': %s", path, nsrv_strerror(rc));
-    assert_string_equal(data, text);
-    assert_int_equal(len, strlen(text));
-    nsrv_free(data);
-}
-
-static void write_raw(const char *path, const char *text) {
-    assert_int_equal(nsrv_file_write_atomic(path, text, strlen(text), false), 0);
 }
 
 /* A fresh table at path, loaded; asserts the load result. */
@@ -101,29 +73,29 @@ static void test_put_writes_file_and_bak(void **state) {
     nsrv_kv_t *kv = nsrv_kv_create(f->path);
     assert_int_equal(nsrv_kv_load(kv, NULL, 0), 0);
     /* Loading a missing file writes nothing. */
-    assert_false(exists(f->path));
+    assert_false(nsrv_test_exists(f->path));
 
     assert_int_equal(nsrv_kv_put(kv, "ORDER_TOPIC_CONFIG", "TopicTest", "broker-a:4;broker-b:4"),
                      0);
     /* The parent directory was created; the file is byte-exact; no .bak for a new file. */
-    assert_file(f->path, ORDER_FILE);
-    assert_false(exists(f->bak));
-    assert_false(exists(f->tmp));
+    nsrv_test_assert_file(f->path, ORDER_FILE);
+    assert_false(nsrv_test_exists(f->bak));
+    assert_false(nsrv_test_exists(f->tmp));
 
     assert_int_equal(nsrv_kv_put(kv, "SOME_NS", "k", "v"), 0);
     const char *two =
         "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"broker-a:4;broker-b:4\"},"
         "\"SOME_NS\":{\"k\":\"v\"}}}";
-    assert_file(f->path, two);
+    nsrv_test_assert_file(f->path, two);
     /* .bak holds the content before this put. */
-    assert_file(f->bak, ORDER_FILE);
+    nsrv_test_assert_file(f->bak, ORDER_FILE);
 
     assert_int_equal(nsrv_kv_delete(kv, "SOME_NS", "k"), 0);
     const char *three =
         "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"broker-a:4;broker-b:4\"},"
         "\"SOME_NS\":{}}}";
-    assert_file(f->path, three);
-    assert_file(f->bak, two);
+    nsrv_test_assert_file(f->path, three);
+    nsrv_test_assert_file(f->bak, two);
     nsrv_kv_destroy(&kv);
 
     /* A restart sees the same table, emptied namespace included. */
@@ -143,13 +115,13 @@ static void test_delete_missing_key_still_writes(void **state) {
     nsrv_kv_t *kv = nsrv_kv_create(f->path);
     /* Even on an empty table, with no namespace: Java persists on every delete. */
     assert_int_equal(nsrv_kv_delete(kv, "NS", "nothing"), 0);
-    assert_file(f->path, "{\"configTable\":{}}");
+    nsrv_test_assert_file(f->path, "{\"configTable\":{}}");
     assert_int_equal(nsrv_kv_put(kv, "NS", "k", "v"), 0);
-    assert_file(f->bak, "{\"configTable\":{}}");
+    nsrv_test_assert_file(f->bak, "{\"configTable\":{}}");
     assert_int_equal(nsrv_kv_delete(kv, "NS", "other"), 0);
-    assert_file(f->path, "{\"configTable\":{\"NS\":{\"k\":\"v\"}}}");
+    nsrv_test_assert_file(f->path, "{\"configTable\":{\"NS\":{\"k\":\"v\"}}}");
     /* The delete rotated .bak too, although the content did not change. */
-    assert_file(f->bak, "{\"configTable\":{\"NS\":{\"k\":\"v\"}}}");
+    nsrv_test_assert_file(f->bak, "{\"configTable\":{\"NS\":{\"k\":\"v\"}}}");
     nsrv_kv_destroy(&kv);
 }
 
@@ -157,17 +129,17 @@ static void test_null_value_persisted(void **state) {
     fixture_t *f = *state;
     nsrv_kv_t *kv = nsrv_kv_create(f->path);
     assert_int_equal(nsrv_kv_put(kv, "NS", "k", NULL), 0);
-    assert_file(f->path, "{\"configTable\":{\"NS\":{}}}");
+    nsrv_test_assert_file(f->path, "{\"configTable\":{\"NS\":{}}}");
     nsrv_kv_destroy(&kv);
 }
 
 static void test_load_java_written_file(void **state) {
     fixture_t *f = *state;
     /* As MixAll.string2File leaves it: compact fastjson, hash order, no newline. */
-    write_raw(f->path,
-              "{\"configTable\":{\"SOME_NS\":{\"msg\":\"say \\\"hi\\\"\\n\",\"zh\":\"顺序消息\","
-              "\"u\":\"\\u00E9\\u4e2d\"},\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
-              "\"broker-a:4;broker-b:4\",\"T2\":\"broker-b:8\"}}}");
+    nsrv_test_write_file(
+        f->path, "{\"configTable\":{\"SOME_NS\":{\"msg\":\"say \\\"hi\\\"\\n\",\"zh\":\"顺序消息\","
+                 "\"u\":\"\\u00E9\\u4e2d\"},\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
+                 "\"broker-a:4;broker-b:4\",\"T2\":\"broker-b:8\"}}}");
     nsrv_kv_t *kv = reload(f->path, 0);
     assert_string_equal(nsrv_kv_get(kv, "SOME_NS", "msg"), "say \"hi\"\n");
     assert_string_equal(nsrv_kv_get(kv, "SOME_NS", "zh"), "顺序消息");
@@ -175,12 +147,12 @@ static void test_load_java_written_file(void **state) {
     assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "T2"), "broker-b:8");
     /* The next write keeps everything and moves the Java file to .bak untouched. */
     assert_int_equal(nsrv_kv_put(kv, "ORDER_TOPIC_CONFIG", "T3", "broker-c:1"), 0);
-    assert_file(f->path,
-                "{\"configTable\":{\"SOME_NS\":{\"msg\":\"say \\\"hi\\\"\\n\",\"zh\":\"顺序消息\","
-                "\"u\":\"é中\"},\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
-                "\"broker-a:4;broker-b:4\",\"T2\":\"broker-b:8\",\"T3\":\"broker-c:1\"}}}");
-    assert_file(f->bak,
-                "{\"configTable\":{\"SOME_NS\":{\"msg\":\"say \\\"hi\\\"\\n\",\"zh\":\"顺序消息\","
+    nsrv_test_assert_file(
+        f->path, "{\"configTable\":{\"SOME_NS\":{\"msg\":\"say \\\"hi\\\"\\n\",\"zh\":\"顺序消息\","
+                 "\"u\":\"é中\"},\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
+                 "\"broker-a:4;broker-b:4\",\"T2\":\"broker-b:8\",\"T3\":\"broker-c:1\"}}}");
+    nsrv_test_assert_file(
+        f->bak, "{\"configTable\":{\"SOME_NS\":{\"msg\":\"say \\\"hi\\\"\\n\",\"zh\":\"顺序消息\","
                 "\"u\":\"\\u00E9\\u4e2d\"},\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
                 "\"broker-a:4;broker-b:4\",\"T2\":\"broker-b:8\"}}}");
     nsrv_kv_destroy(&kv);
@@ -189,7 +161,7 @@ static void test_load_java_written_file(void **state) {
 static void test_load_missing_is_empty(void **state) {
     fixture_t *f = *state;
     /* A .bak without a main file is ignored: a deleted file means a reset table. */
-    write_raw(f->bak, ORDER_FILE);
+    nsrv_test_write_file(f->bak, ORDER_FILE);
     nsrv_kv_t *kv = reload(f->path, 0);
     assert_false(nsrv_kv_has_namespace(kv, "ORDER_TOPIC_CONFIG"));
     nsrv_kv_destroy(&kv);
@@ -202,14 +174,14 @@ static void test_load_missing_is_empty(void **state) {
 static void test_load_corrupt_uses_bak(void **state) {
     fixture_t *f = *state;
     /* A Java NameServer crashed half-way through its in-place rewrite. */
-    write_raw(f->path, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"bro");
-    write_raw(f->bak, ORDER_FILE);
+    nsrv_test_write_file(f->path, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"bro");
+    nsrv_test_write_file(f->bak, ORDER_FILE);
     nsrv_kv_t *kv = reload(f->path, 0);
     assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
                         "broker-a:4;broker-b:4");
     nsrv_kv_destroy(&kv);
     /* The same for a main file of the wrong shape. */
-    write_raw(f->path, "{\"configTable\":[1,2]}");
+    nsrv_test_write_file(f->path, "{\"configTable\":[1,2]}");
     kv = reload(f->path, 0);
     assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
                         "broker-a:4;broker-b:4");
@@ -219,19 +191,19 @@ static void test_load_corrupt_uses_bak(void **state) {
 static void test_load_empty_file(void **state) {
     fixture_t *f = *state;
     /* Truncated to nothing by a crash right after Java's truncate: .bak has the old table. */
-    write_raw(f->path, "");
-    write_raw(f->bak, ORDER_FILE);
+    nsrv_test_write_file(f->path, "");
+    nsrv_test_write_file(f->bak, ORDER_FILE);
     nsrv_kv_t *kv = reload(f->path, 0);
     assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
                         "broker-a:4;broker-b:4");
     nsrv_kv_destroy(&kv);
     /* Without a usable .bak an empty file is an empty table, as in Java. */
-    write_raw(f->path, " \n");
+    nsrv_test_write_file(f->path, " \n");
     assert_int_equal(unlink(f->bak), 0);
     kv = reload(f->path, 0);
     assert_false(nsrv_kv_has_namespace(kv, "ORDER_TOPIC_CONFIG"));
     nsrv_kv_destroy(&kv);
-    write_raw(f->bak, "garbage");
+    nsrv_test_write_file(f->bak, "garbage");
     kv = reload(f->path, 0);
     assert_false(nsrv_kv_has_namespace(kv, "ORDER_TOPIC_CONFIG"));
     nsrv_kv_destroy(&kv);
@@ -239,8 +211,8 @@ static void test_load_empty_file(void **state) {
 
 static void test_load_corrupt_both_fails(void **state) {
     fixture_t *f = *state;
-    write_raw(f->path, "{\"configTable\":");
-    write_raw(f->bak, "not json");
+    nsrv_test_write_file(f->path, "{\"configTable\":");
+    nsrv_test_write_file(f->bak, "not json");
     nsrv_kv_t *kv = reload(f->path, NSRV_EJSON);
     assert_false(nsrv_kv_has_namespace(kv, "ORDER_TOPIC_CONFIG"));
     nsrv_kv_destroy(&kv);
@@ -248,25 +220,24 @@ static void test_load_corrupt_both_fails(void **state) {
     assert_int_equal(unlink(f->bak), 0);
     kv = reload(f->path, NSRV_EJSON);
     nsrv_kv_destroy(&kv);
-    write_raw(f->bak, "");
+    nsrv_test_write_file(f->bak, "");
     kv = reload(f->path, NSRV_EJSON);
     nsrv_kv_destroy(&kv);
     /* Neither file was touched by the failed loads. */
-    assert_file(f->path, "{\"configTable\":");
-    assert_file(f->bak, "");
+    nsrv_test_assert_file(f->path, "{\"configTable\":");
+    nsrv_test_assert_file(f->bak, "");
 }
 
 static void test_load_unreadable(void **state) {
     fixture_t *f = *state;
     /* A directory where the file should be: a read error, not an empty table. */
-    char ns_dir[160];
-    snprintf(ns_dir, sizeof ns_dir, "%s/namesrv", f->dir);
+    const char *ns_dir = nsrv_test_dir_join(&f->dir, "namesrv");
     assert_int_equal(mkdir(ns_dir, 0755), 0);
     assert_int_equal(mkdir(f->path, 0755), 0);
     nsrv_kv_t *kv = reload(f->path, -EISDIR);
     nsrv_kv_destroy(&kv);
     /* ... unless .bak can stand in for it. */
-    write_raw(f->bak, ORDER_FILE);
+    nsrv_test_write_file(f->bak, ORDER_FILE);
     kv = reload(f->path, 0);
     assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
                         "broker-a:4;broker-b:4");
@@ -298,18 +269,18 @@ static void test_crash_between_write_and_rename(void **state) {
     nsrv_kv_destroy(&kv);
 
     /* ...but the file still holds the complete old content, and a restart loads it. */
-    assert_file(f->path, ORDER_FILE);
-    assert_true(exists(f->tmp));
+    nsrv_test_assert_file(f->path, ORDER_FILE);
+    assert_true(nsrv_test_exists(f->tmp));
     kv = reload(f->path, 0);
     assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
                         "broker-a:4;broker-b:4");
 
     /* The next successful put replaces the stale temp file. */
     assert_int_equal(nsrv_kv_put(kv, "NS", "k", "v"), 0);
-    assert_false(exists(f->tmp));
-    assert_file(f->path, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
-                         "\"broker-a:4;broker-b:4\"},\"NS\":{\"k\":\"v\"}}}");
-    assert_file(f->bak, ORDER_FILE);
+    assert_false(nsrv_test_exists(f->tmp));
+    nsrv_test_assert_file(f->path, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
+                                   "\"broker-a:4;broker-b:4\"},\"NS\":{\"k\":\"v\"}}}");
+    nsrv_test_assert_file(f->bak, ORDER_FILE);
     nsrv_kv_destroy(&kv);
 }
 
@@ -321,16 +292,16 @@ static void test_crash_on_delete(void **state) {
     nsrv_file_crash_hook = crash_hook;
     assert_int_equal(nsrv_kv_delete(kv, "ORDER_TOPIC_CONFIG", "TopicTest"), -EIO);
     nsrv_file_crash_hook = NULL;
-    assert_file(f->path, ORDER_FILE);
+    nsrv_test_assert_file(f->path, ORDER_FILE);
     nsrv_kv_destroy(&kv);
 }
 
 static void test_persist_failure(void **state) {
     fixture_t *f = *state;
     /* The parent "directory" is a regular file: every write fails. */
-    char plain[160], path[200];
-    snprintf(plain, sizeof plain, "%s/plain", f->dir);
-    write_raw(plain, "x");
+    const char *plain = nsrv_test_dir_join(&f->dir, "plain");
+    char path[340];
+    nsrv_test_write_file(plain, "x");
     snprintf(path, sizeof path, "%s/sub/kvConfig.json", plain);
     nsrv_kv_t *kv = nsrv_kv_create(path);
     assert_int_equal(nsrv_kv_load(kv, NULL, 0), -ENOTDIR);
@@ -341,13 +312,13 @@ static void test_persist_failure(void **state) {
     assert_true(nsrv_kv_delete(kv, "NS", "k") < 0);
     assert_null(nsrv_kv_get(kv, "NS", "k"));
     nsrv_kv_destroy(&kv);
-    assert_file(plain, "x");
+    nsrv_test_assert_file(plain, "x");
 }
 
 static void test_load_too_big(void **state) {
     fixture_t *f = *state;
     /* A sparse file just over the cap is refused without reading it all. */
-    write_raw(f->path, "{}");
+    nsrv_test_write_file(f->path, "{}");
     assert_int_equal(truncate(f->path, (off_t)NSRV_KV_MAX_FILE_BYTES + 1), 0);
     nsrv_kv_t *kv = reload(f->path, -EFBIG);
     nsrv_kv_destroy(&kv);

@@ -14,7 +14,6 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include "nsrv/alloc.h"
 #include "nsrv/fileio.h"
 #include "nsrv/writer.h"
+#include "testlib.h"
 
 /* The data a test "persists": a version number, rendered as "v<version>". */
 typedef struct {
@@ -34,7 +34,7 @@ typedef struct {
 } model_t;
 
 typedef struct {
-    char dir[64];
+    nsrv_test_dir_t dir;
     char path[128];
     uv_loop_t loop;
     nsrv_writer_t *w;
@@ -55,13 +55,6 @@ static int hook(const char *tmp) {
     return mode == 2 ? -EIO : 0;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
 static void encode_text(void *data, nsrv_buf_t *out) {
     nsrv_buf_append_c(out, data);
 }
@@ -76,10 +69,9 @@ static nsrv_wsnap_t snap_model(void *ud) {
 
 static int setup(void **state) {
     fixture_t *f = calloc(1, sizeof *f);
-    strcpy(f->dir, "/tmp/nsrv-writer-XXXXXX");
-    if (!mkdtemp(f->dir))
+    if (nsrv_test_dir_make(&f->dir, "writer") != 0)
         return -1;
-    snprintf(f->path, sizeof f->path, "%s/kv.json", f->dir);
+    snprintf(f->path, sizeof f->path, "%s/kv.json", f->dir.path);
     uv_loop_init(&f->loop);
     f->w = nsrv_writer_create(&f->loop);
     uv_sem_init(&hook_entered, 0);
@@ -99,17 +91,9 @@ static int teardown(void **state) {
     nsrv_file_crash_hook = NULL;
     uv_sem_destroy(&hook_entered);
     uv_sem_destroy(&hook_release);
-    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    nsrv_test_dir_remove(&f->dir);
     free(f);
     return 0;
-}
-
-static char *read_text(const char *path) {
-    char *data = NULL;
-    size_t len = 0;
-    if (nsrv_file_read_all(path, 1 << 20, &data, &len) != 0)
-        return NULL;
-    return data;
 }
 
 /* One request's outcome, with what the file held when the callback ran. */
@@ -131,7 +115,7 @@ static void on_done(void *ud, int rc) {
     log_t *l = r->log;
     l->order[l->n] = r->id;
     l->rc[l->n] = rc;
-    char *text = read_text(l->path);
+    char *text = nsrv_test_read_file(l->path);
     snprintf(l->seen[l->n], sizeof l->seen[0], "%s", text ? text : "(none)");
     nsrv_free(text);
     l->n++;
@@ -176,13 +160,13 @@ static void test_burst_during_a_write_is_one_more_write(void **state) {
     }
     assert_string_equal(log.seen[0], "v1");
     assert_string_equal(log.seen[10], "v11");
-    char *text = read_text(f->path);
+    char *text = nsrv_test_read_file(f->path);
     assert_string_equal(text, "v11");
     nsrv_free(text);
     /* .bak keeps the content before the last write, as Java does. */
     char bak[160];
     snprintf(bak, sizeof bak, "%s.bak", f->path);
-    text = read_text(bak);
+    text = nsrv_test_read_file(bak);
     assert_string_equal(text, "v1");
     nsrv_free(text);
 }
@@ -219,7 +203,7 @@ static void test_no_callback_before_the_data_is_on_disk(void **state) {
         usleep(1000);
     }
     assert_int_equal(log.n, 0);
-    assert_null(read_text(f->path));
+    assert_null(nsrv_test_read_file(f->path));
     uv_sem_post(&hook_release);
     nsrv_writer_drain(f->w);
     assert_int_equal(log.n, 1);
@@ -242,7 +226,7 @@ static void test_failure_reaches_every_request_of_the_write(void **state) {
     assert_int_equal(log.n, 3);
     for (int i = 0; i < 3; i++)
         assert_int_equal(log.rc[i], -EIO);
-    assert_null(read_text(f->path));
+    assert_null(nsrv_test_read_file(f->path));
     /* The next request writes again, and succeeds. */
     nsrv_writer_request(wf, on_done, &reqs[3]);
     nsrv_writer_drain(f->w);
@@ -254,7 +238,7 @@ static void test_failure_reaches_every_request_of_the_write(void **state) {
 static void test_unwritable_path_reports_errno(void **state) {
     fixture_t *f = *state;
     char blocker[160], path[200];
-    snprintf(blocker, sizeof blocker, "%s/plain", f->dir);
+    snprintf(blocker, sizeof blocker, "%s/plain", f->dir.path);
     snprintf(path, sizeof path, "%s/sub/kv.json", blocker);
     assert_int_equal(nsrv_file_write_atomic(blocker, "x", 1, false), 0);
     nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, path, true, snap_model, &f->model);
@@ -270,7 +254,7 @@ static void test_unwritable_path_reports_errno(void **state) {
 static void test_order_across_files_and_writes(void **state) {
     fixture_t *f = *state;
     char path2[160];
-    snprintf(path2, sizeof path2, "%s/conf.properties", f->dir);
+    snprintf(path2, sizeof path2, "%s/conf.properties", f->dir.path);
     model_t m2 = {.version = 100};
     nsrv_wfile_t *a = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
     nsrv_wfile_t *b = nsrv_writer_add_file(f->w, path2, true, snap_model, &m2);
@@ -313,7 +297,7 @@ static void test_request_without_callback_is_still_written(void **state) {
     assert_false(nsrv_writer_idle(f->w));
     nsrv_writer_drain(f->w);
     assert_true(nsrv_writer_idle(f->w));
-    char *text = read_text(f->path);
+    char *text = nsrv_test_read_file(f->path);
     assert_string_equal(text, "v3");
     nsrv_free(text);
 }
