@@ -59,12 +59,6 @@ typedef struct {
 } nsrv_gossip_peer_conf_t;
 
 /*
- * Parses a literal "a.b.c.d:port" or "[v6]:port" (port 1..65535) into *ss.
- * Returns 0 or -EINVAL. No name resolution.
- */
-int nsrv_gossip_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len);
-
-/*
  * An empty table. max_dgram caps accepted datagrams (use the cluster-wide
  * gossip budget, NSRV_GOSSIP_DGRAM_MIN..MAX; out of range -> default).
  */

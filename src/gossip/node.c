@@ -18,6 +18,7 @@
 #include "nsrv/arena.h"
 #include "nsrv/json.h"
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/register_body.h"
 #include "nsrv/seal.h"
 #include "nsrv/uthash.h"
@@ -456,24 +457,6 @@ const char *nsrv_gossip_node_source(nsrv_gossip_node_t *n, const nsrv_route_live
     return n->source;
 }
 
-static void addr_text(const struct sockaddr *sa, char *buf, size_t cap) {
-    char ip[INET6_ADDRSTRLEN] = "?";
-    int port = 0;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof ip);
-        port = ntohs(s4->sin_port);
-        snprintf(buf, cap, "%s:%d", ip, port);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof ip);
-        port = ntohs(s6->sin6_port);
-        snprintf(buf, cap, "[%s]:%d", ip, port);
-    } else {
-        snprintf(buf, cap, "?");
-    }
-}
-
 static void reasons_json(nsrv_buf_t *out, const uint64_t *rej) {
     nsrv_buf_append_ch(out, '{');
     bool first = true;
@@ -505,7 +488,7 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
         nsrv_gossip_peer_info(p, &info);
         socklen_t alen;
         char addr[80];
-        addr_text(nsrv_gossip_peer_addr(p, &alen), addr, sizeof addr);
+        nsrv_sockaddr_format(nsrv_gossip_peer_addr(p, &alen), addr, sizeof addr);
         nsrv_buf_printf(out, "%s{\"id\":%u,\"addr\":\"%s\",", i ? "," : "", info.node_id, addr);
         if (info.has_incarnation)
             nsrv_buf_printf(

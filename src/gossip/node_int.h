@@ -14,11 +14,12 @@
 #include "nsrv/buf.h"
 #include "nsrv/gossip_node.h"
 #include "nsrv/gossip_timing.h"
+#include "nsrv/mq_version.h"
 #include "nsrv/route.h"
 #include "nsrv/uthash.h"
 
 /* Fresh pulls decode registrations as the newest broker version would send them. */
-#define NSRV__GOSSIP_PULL_BODY_VERSION 479
+#define NSRV__GOSSIP_PULL_BODY_VERSION NSRV_MQ_CURRENT
 
 /* What a bkey stands for; learned from our own table or from pulls. */
 typedef struct {

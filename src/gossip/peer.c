@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nsrv/alloc.h"
+#include "nsrv/netaddr.h"
 
 #define WINDOW_WORDS (NSRV_GOSSIP_WINDOW / 64)
 
@@ -72,62 +73,6 @@ struct nsrv_gossip_peers {
 
 /* ------------------------------------------------------------- addresses */
 
-int nsrv_gossip_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len) {
-    if (!s)
-        return -EINVAL;
-    const char *colon;
-    char host[64];
-    size_t hlen;
-    bool v6 = s[0] == '[';
-    if (v6) {
-        const char *close = strchr(s, ']');
-        if (!close || close[1] != ':')
-            return -EINVAL;
-        hlen = (size_t)(close - s - 1);
-        if (hlen == 0 || hlen >= sizeof host)
-            return -EINVAL;
-        memcpy(host, s + 1, hlen);
-        colon = close + 1;
-    } else {
-        colon = strrchr(s, ':');
-        if (!colon)
-            return -EINVAL;
-        hlen = (size_t)(colon - s);
-        if (hlen == 0 || hlen >= sizeof host)
-            return -EINVAL;
-        memcpy(host, s, hlen);
-    }
-    host[hlen] = '\0';
-    const char *ps = colon + 1;
-    if (*ps == '\0' || strlen(ps) > 5)
-        return -EINVAL;
-    unsigned port = 0;
-    for (const char *c = ps; *c; c++) {
-        if (*c < '0' || *c > '9')
-            return -EINVAL;
-        port = port * 10 + (unsigned)(*c - '0');
-    }
-    if (port == 0 || port > 65535)
-        return -EINVAL;
-    memset(ss, 0, sizeof *ss);
-    if (v6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-        if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
-            return -EINVAL;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)port);
-        *len = sizeof *a;
-    } else {
-        struct sockaddr_in *a = (struct sockaddr_in *)ss;
-        if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-            return -EINVAL;
-        a->sin_family = AF_INET;
-        a->sin_port = htons((uint16_t)port);
-        *len = sizeof *a;
-    }
-    return 0;
-}
-
 /* The IP as 16 bytes, IPv4 as ::ffff:a.b.c.d so dual-stack sockets match. */
 static bool ip16(const struct sockaddr *sa, uint8_t out[16]) {
     if (!sa)
@@ -187,7 +132,7 @@ int nsrv_gossip_peers_configure(nsrv_gossip_peers_t *t, const nsrv_gossip_peer_c
         socklen_t sl;
         if (c->node_id < NSRV_GOSSIP_NODE_MIN || c->node_id > NSRV_GOSSIP_NODE_MAX ||
             seen[c->node_id] || c->nkeys == 0 || c->nkeys > NSRV_GOSSIP_MAX_KEYS || !c->keys ||
-            nsrv_gossip_addr_parse(c->addr, &ss, &sl) != 0)
+            nsrv_sockaddr_parse(c->addr, &ss, &sl) != 0)
             return -EINVAL;
         for (size_t a = 0; a < c->nkeys; a++)
             for (size_t b = a + 1; b < c->nkeys; b++)
@@ -203,7 +148,7 @@ int nsrv_gossip_peers_configure(nsrv_gossip_peers_t *t, const nsrv_gossip_peer_c
             p->node_id = c->node_id;
             t->by_id[c->node_id] = p;
         }
-        nsrv_gossip_addr_parse(c->addr, &p->addr, &p->addr_len);
+        nsrv_sockaddr_parse(c->addr, &p->addr, &p->addr_len);
         memset(p->keys, 0, sizeof p->keys);
         memcpy(p->keys, c->keys, c->nkeys * sizeof *c->keys);
         p->nkeys = c->nkeys;

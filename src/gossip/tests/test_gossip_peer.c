@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gossip_test.h"
+#include "nsrv/netaddr.h"
 
 #define ME 2
 #define T0 1000000 /* local monotonic ms at the first packet */
@@ -767,13 +768,13 @@ static void test_ipv6_and_mapped(void **state) {
 
     struct sockaddr_storage ss;
     socklen_t len;
-    assert_int_equal(nsrv_gossip_addr_parse("[::1]:1", &ss, &len), 0);
+    assert_int_equal(nsrv_sockaddr_parse("[::1]:1", &ss, &len), 0);
     assert_int_equal(ss.ss_family, AF_INET6);
-    assert_int_equal(nsrv_gossip_addr_parse("[::1]", &ss, &len), -EINVAL);
-    assert_int_equal(nsrv_gossip_addr_parse("::1:80", &ss, &len), -EINVAL);
-    assert_int_equal(nsrv_gossip_addr_parse("1.2.3.4:+80", &ss, &len), -EINVAL);
-    assert_int_equal(nsrv_gossip_addr_parse(":80", &ss, &len), -EINVAL);
-    assert_int_equal(nsrv_gossip_addr_parse(NULL, &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_sockaddr_parse("[::1]", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_sockaddr_parse("::1:80", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_sockaddr_parse("1.2.3.4:+80", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_sockaddr_parse(":80", &ss, &len), -EINVAL);
+    assert_int_equal(nsrv_sockaddr_parse(NULL, &ss, &len), -EINVAL);
 }
 
 static void test_pull_request_path(void **state) {
