@@ -9,8 +9,9 @@ round trip from the moment it was due, so a query that could not even be sent be
 previous one was stalled counts as stalled too (no coordinated omission). The readers are
 separate processes, so the writer's client-side work never delays their clocks.
 
-Prints one JSON line: route-query latency percentiles in ms (p50, p99, max, count), and the
-writer's duration and reply codes. With --nsrvd the script starts its own nsrvd in a temp
+Prints one JSON line: percentiles in ms (p50, p99, max, count) of the route queries that fell
+due while the writer was at work, the same for the half second before it started (the noise
+floor of the machine), and the writer's duration and reply codes. With --nsrvd the script starts its own nsrvd in a temp
 directory; with --addr it measures a running NameServer (which then stores the entries).
 
     cluster-tests/lib/kv_stall.py --nsrvd build/src/nsrvd
@@ -38,6 +39,8 @@ from rmq import Connection, RequestCode  # noqa: E402
 PROBE_TOPIC = "KvStallProbeTopic"
 # Readers send one query this often: a steady probe, not a load test of its own.
 READER_PERIOD_S = 0.002
+# How long the readers run before the writer starts.
+IDLE_PHASE_S = 0.5
 
 
 def _percentile(sorted_ms: List[float], q: float) -> float:
@@ -48,7 +51,7 @@ def _percentile(sorted_ms: List[float], q: float) -> float:
 
 
 def _reader(host: str, port: int, start, stop, out) -> None:
-    lat: List[float] = []
+    lat: List[tuple] = []
     errors = 0
     with Connection(host, port, timeout=600.0) as c:
         start.wait()
@@ -67,7 +70,7 @@ def _reader(host: str, port: int, start, stop, out) -> None:
             done = time.perf_counter()
             # Every query that fell due while this one was outstanding waited as long.
             while due <= done:
-                lat.append((done - due) * 1000.0)
+                lat.append((due, (done - due) * 1000.0))
                 due += READER_PERIOD_S
     out.put({"lat": lat, "errors": errors})
 
@@ -76,7 +79,7 @@ def _writer(host: str, port: int, entries: int, big_bytes: int, window: int, sta
     codes: Dict[int, int] = {}
     with Connection(host, port, timeout=600.0) as c:
         start.wait()
-        time.sleep(0.2)  # let the readers take a few unloaded samples first
+        time.sleep(IDLE_PHASE_S)  # the readers measure the machine's noise floor first
         t0 = time.perf_counter()
         big = c.build(RequestCode.PUT_KV_CONFIG, {"namespace": "KV_STALL", "key": "big", "value": "x" * big_bytes})
         reqs = [big] + [
@@ -88,7 +91,7 @@ def _writer(host: str, port: int, entries: int, big_bytes: int, window: int, sta
             got = c.pipeline(chunk, timeout=600.0)
             for r in got.values():
                 codes[r.code] = codes.get(r.code, 0) + 1
-        out.put({"writer_s": time.perf_counter() - t0, "codes": codes})
+        out.put({"t0": t0, "t1": time.perf_counter(), "codes": codes})
 
 
 def measure(host: str, port: int, *, entries: int = 1000, big_mib: float = 4.0, readers: int = 2,
@@ -105,25 +108,34 @@ def measure(host: str, port: int, *, entries: int = 1000, big_mib: float = 4.0, 
     start.set()
     wres = wq.get()
     stop.set()
-    lat: List[float] = []
+    during: List[float] = []
+    idle: List[float] = []
     errors = 0
+    t0, t1 = wres["t0"], wres["t1"]
     for _ in procs:
         r = rq.get()
-        lat.extend(r["lat"])
         errors += r["errors"]
+        for due, ms in r["lat"]:
+            if t0 <= due <= t1:
+                during.append(ms)
+            elif due < t0 - 0.05:  # clear of the writer's first bytes
+                idle.append(ms)
     for p in procs + [w]:
         p.join()
-    lat.sort()
+    during.sort()
+    idle.sort()
     return {
         "entries": entries,
         "big_mib": big_mib,
         "readers": readers,
-        "route_queries": len(lat),
+        "route_queries": len(during),
         "route_errors": errors,
-        "route_p50_ms": round(_percentile(lat, 0.50), 3),
-        "route_p99_ms": round(_percentile(lat, 0.99), 3),
-        "route_max_ms": round(lat[-1], 3) if lat else None,
-        "writer_s": round(wres["writer_s"], 3),
+        "route_p50_ms": round(_percentile(during, 0.50), 3),
+        "route_p99_ms": round(_percentile(during, 0.99), 3),
+        "route_max_ms": round(during[-1], 3) if during else None,
+        "idle_queries": len(idle),
+        "idle_p99_ms": round(_percentile(idle, 0.99), 3),
+        "writer_s": round(t1 - t0, 3),
         "writer_codes": wres["codes"],
     }
 

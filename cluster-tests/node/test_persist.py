@@ -18,9 +18,12 @@ from nsrvd_proc import scaled
 from rmq import RequestCode
 
 # 1 MiB big value and 300 entries: on the code that wrote inline each write took ~15-50 ms
-# (copy to .bak, rewrite, two fsyncs) and route queries waited seconds (p99 ~10 s); with the
-# writer thread p99 is a few ms. 50 ms leaves room for a busy 2-core machine.
+# (copy to .bak, rewrite, two fsyncs) and route queries waited seconds (p99 ~9 s); with the
+# writer thread p99 is a few ms. 50 ms leaves room for a busy 2-core machine; on a machine so
+# busy that queries with no writer at all already take long, the bound is five times that
+# noise floor instead (still far below the seconds of a stalled loop).
 STALL_P99_BOUND_MS = 50.0
+NOISE_FACTOR = 5.0
 
 
 def _kv_file(server) -> dict:
@@ -32,8 +35,9 @@ def test_kv_writes_do_not_stall_route_queries_on_other_connections(nsrvd):
     res = measure("127.0.0.1", nsrvd.port, entries=300, big_mib=1.0, readers=2)
     assert res["writer_codes"] == {0: 300}, res
     assert res["route_errors"] == 0, res
-    assert res["route_queries"] > 20, res
-    assert res["route_p99_ms"] < scaled(STALL_P99_BOUND_MS), res
+    assert res["route_queries"] > 10 and res["idle_queries"] > 100, res
+    bound = max(scaled(STALL_P99_BOUND_MS), NOISE_FACTOR * res["idle_p99_ms"])
+    assert res["route_p99_ms"] < bound, res
     table = _kv_file(nsrvd)["configTable"]["KV_STALL"]
     assert len(table) == 300 and len(table["big"]) == 1 << 20
 

@@ -113,7 +113,9 @@ void nsrv_kv_defer_persist(nsrv_kv_t *kv);
 const char *nsrv_kv_path(const nsrv_kv_t *kv);
 
 /*
- * A deep copy of the table, in-memory only (no path), for encoding on another
- * thread: the copy shares nothing with kv. Never NULL (aborts on OOM).
+ * A copy of the table, in-memory only (no path), for encoding on another
+ * thread: it shares only the immutable, reference-counted value texts, so it
+ * may be encoded and destroyed on another thread while kv keeps changing.
+ * Costs O(entries), not O(bytes). Never NULL (aborts on OOM).
  */
 nsrv_kv_t *nsrv_kv_clone(const nsrv_kv_t *kv);

@@ -7,6 +7,7 @@
 #include "nsrv/kv.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "nsrv/alloc.h"
@@ -29,9 +30,47 @@ void nsrv_kv_destroy(nsrv_kv_t **kv) {
     *kv = NULL;
 }
 
+/*
+ * A value's bytes are shared by the table and the copies the durable writer
+ * encodes on its own thread (kv_snapshot.c), so a write of a 4 MiB value
+ * does not copy it again on the loop thread. A reference count sits in front
+ * of the text; it is atomic because the writer thread drops its references.
+ */
+typedef struct {
+    atomic_size_t refs;
+    char text[];
+} kv_value_t;
+
+static kv_value_t *value_of(char *text) {
+    return (kv_value_t *)(text - offsetof(kv_value_t, text));
+}
+
+static char *value_new(const char *s, size_t len) {
+    kv_value_t *v = nsrv_malloc(sizeof *v + len + 1);
+    atomic_init(&v->refs, 1);
+    if (len)
+        memcpy(v->text, s, len);
+    v->text[len] = '\0';
+    return v->text;
+}
+
+char *nsrv__kv_value_ref(char *text) {
+    if (text)
+        atomic_fetch_add_explicit(&value_of(text)->refs, 1, memory_order_relaxed);
+    return text;
+}
+
+void nsrv__kv_value_unref(char *text) {
+    if (!text)
+        return;
+    kv_value_t *v = value_of(text);
+    if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1)
+        nsrv_free(v);
+}
+
 static void entry_free(nsrv_kv_entry_t *e) {
     nsrv_free(e->key);
-    nsrv_free(e->value);
+    nsrv__kv_value_unref(e->value);
     nsrv_free(e);
 }
 
@@ -83,11 +122,15 @@ nsrv_kv_ns_t *nsrv__kv_ns_get_or_add(nsrv_kv_ns_t **table, const char *name, siz
 
 void nsrv__kv_ns_set(nsrv_kv_ns_t *ns, const char *key, size_t key_len, const char *value,
                      size_t value_len) {
-    char *v = value ? nsrv_strndup(value, value_len) : NULL;
+    nsrv__kv_ns_set_shared(ns, key, key_len, value ? value_new(value, value_len) : NULL, value_len);
+}
+
+void nsrv__kv_ns_set_shared(nsrv_kv_ns_t *ns, const char *key, size_t key_len, char *v,
+                            size_t value_len) {
     nsrv_kv_entry_t *e = entry_find(ns, key, key_len);
     if (e) {
         /* Overwrite in place so the key keeps its position in the encodings. */
-        nsrv_free(e->value);
+        nsrv__kv_value_unref(e->value);
     } else {
         e = nsrv_calloc(1, sizeof *e);
         e->key = nsrv_strndup(key, key_len);
@@ -95,7 +138,7 @@ void nsrv__kv_ns_set(nsrv_kv_ns_t *ns, const char *key, size_t key_len, const ch
         HASH_ADD_KEYPTR(hh, ns->entries, e->key, e->key_len, e);
     }
     e->value = v;
-    e->value_len = value ? value_len : 0;
+    e->value_len = v ? value_len : 0;
 }
 
 void nsrv__kv_merge(nsrv_kv_t *kv, nsrv_kv_ns_t **src) {

@@ -18,7 +18,7 @@
 typedef struct nsrv_kv_entry {
     char *key;
     size_t key_len;
-    char *value; /* NULL: Java's stored null (reads as absent, not written) */
+    char *value; /* NULL: Java's stored null (reads as absent, not written); reference counted */
     size_t value_len;
     UT_hash_handle hh;
 } nsrv_kv_entry_t;
@@ -44,6 +44,13 @@ void nsrv__kv_ns_clear(nsrv_kv_ns_t *ns);
 /* Sets key = value in ns, overwriting in place; value NULL stores null. */
 void nsrv__kv_ns_set(nsrv_kv_ns_t *ns, const char *key, size_t key_len, const char *value,
                      size_t value_len);
+/* Sets key = v in ns like nsrv__kv_ns_set, taking over one reference to v, a
+ * value text from the table (nsrv__kv_value_ref) or NULL. */
+void nsrv__kv_ns_set_shared(nsrv_kv_ns_t *ns, const char *key, size_t key_len, char *v,
+                            size_t value_len);
+/* Value texts are reference counted (shared with snapshots); NULL is accepted. */
+char *nsrv__kv_value_ref(char *text);
+void nsrv__kv_value_unref(char *text);
 /* Frees every namespace of *table and sets it to NULL. */
 void nsrv__kv_table_free(nsrv_kv_ns_t **table);
 /* Moves each namespace of *src into kv, replacing same-named ones; empties *src. */

@@ -2,8 +2,10 @@
 /*
  * Copies of the KV table for the durable writer: the loop thread keeps
  * changing the table while the writer thread encodes and writes a copy, so
- * the copy shares no memory with it. A copy costs one memcpy per string;
- * the JSON encoding, which costs several times more, runs on the writer.
+ * the copy shares no mutable memory with it: keys and the table structure
+ * are copied, value texts (immutable, reference counted in kv.c) are shared,
+ * so a copy costs O(entries), not O(bytes). The JSON encoding runs on the
+ * writer.
  */
 #include "nsrv/kv.h"
 
@@ -24,7 +26,8 @@ nsrv_kv_t *nsrv_kv_clone(const nsrv_kv_t *kv) {
     for (const nsrv_kv_ns_t *n = kv->table; n; n = n->hh.next) {
         nsrv_kv_ns_t *cn = nsrv__kv_ns_get_or_add(&copy->table, n->name, n->name_len);
         for (const nsrv_kv_entry_t *e = n->entries; e; e = e->hh.next)
-            nsrv__kv_ns_set(cn, e->key, e->key_len, e->value, e->value_len);
+            nsrv__kv_ns_set_shared(cn, e->key, e->key_len, nsrv__kv_value_ref(e->value),
+                                   e->value_len);
     }
     copy->generation = kv->generation;
     return copy;

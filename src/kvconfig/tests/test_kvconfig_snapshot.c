@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Unit tests for src/kvconfig/kv_snapshot.c: a clone encodes exactly as the
- * table did when it was taken and shares no memory with it, and a table with
+ * table did when it was taken, outlives changes to and the end of the table
+ * (its shared value texts are reference counted; ASan checks), and a table with
  * deferred persistence never touches its file.
  */
 #include <stdarg.h>
