@@ -177,7 +177,8 @@ def test_second_sigterm_forces_quick_exit(nsrvd_factory, connect):
     stuck.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     reqs = [stuck.build(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER) for _ in range(2000)]
     stuck.send_many(reqs)
-    time.sleep(0.5)
+    # Time to fill the replies queued for it (a 40 MB backlog), scaled for slow builds.
+    time.sleep(scaled(0.5))
     srv.signal(signal.SIGTERM)
     time.sleep(1.0)
     assert srv.alive(), (

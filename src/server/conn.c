@@ -278,6 +278,8 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
     }
     c->in_batch = false;
     flush_out(c);
+    if (!c->closing && c->yielded && c->reading)
+        c->yield_paused_reading = true; /* resume_cb turns reading back on */
     if (!c->closing && (conn_blocked(c) || c->yielded))
         set_reading(c, false);
     if (!c->closing && c->yielded)
@@ -440,10 +442,13 @@ void nsrv__conn_resume_cb(uv_idle_t *h) {
             continue;
         c->yielded = false;
         conn_process(c);
-        /* Reading resumes even while shutting down: the rest of a yielded batch is
-         * requests in flight, and their successors get GO_AWAY or an answer. */
-        if (!c->closing && !c->yielded && !conn_blocked(c))
+        if (c->closing || c->yielded)
+            continue; /* yielded again: still paused */
+        /* Restore what the yield paused. While shutting down, a connection that
+         * back-pressure had stopped stays stopped, as write_cb leaves it. */
+        if (!conn_blocked(c) && (c->yield_paused_reading || !srv->shutting_down))
             set_reading(c, true);
+        c->yield_paused_reading = false;
         if (!c->closing && srv->shutting_down)
             nsrv__conn_maybe_finish(c);
     }

@@ -46,9 +46,10 @@ typedef struct nsrv_conn {
     uint64_t last_active_ms;   /* last byte read or reply byte written */
     nsrv_reply_slot_t *slots, *slots_tail; /* deferred replies, oldest first */
     size_t n_slots;
-    size_t held_bytes; /* reply bytes waiting in slots */
-    bool yielded;      /* stopped a batch at its budget: resumes next loop turn */
-    bool in_batch;     /* inside process_frames */
+    size_t held_bytes;         /* reply bytes waiting in slots */
+    bool yielded;              /* stopped a batch at its budget: resumes next loop turn */
+    bool yield_paused_reading; /* it was reading when it yielded */
+    bool in_batch;             /* inside process_frames */
     bool reading;
     bool closing;
     bool saw_first_byte;
