@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Installs what the tests need (Debian 12), builds nsrvd twice (optimised, and
-# ASan+UBSan with clang) and runs every test tier with ctest on each build:
-# unit (cmocka), fuzz-corpus replays and the node integration suite.
-# Ends with one line "N passed, M failed". Run from anywhere, as root.
+# Installs what the tests need (Debian 12), builds nsrvd three times (optimised; ASan+UBSan
+# with clang; libFuzzer+ASan+UBSan with clang) and runs every test stage. Each stage is
+# counted test by test and compared with its committed list of test ids,
+# cluster-tests/expected/<stage>.txt (see cluster-tests/stages.py and cluster-tests/README.md):
+# a failed, skipped or missing test, or a stage that did not run, is a failure.
+# Ends with a table per stage and one line "N passed, M failed". Run from anywhere, as root.
+#
+# Adding a stage (e.g. the chaos suite): one run_stage line below and an expected list
+#   run_stage chaos junit "$res/chaos.xml" ./cluster-tests/chaos/run.sh --junitxml="$res/chaos.xml"
+#   python3 cluster-tests/stages.py update chaos junit "$res/chaos.xml"   # writes expected/chaos.txt
 set -u
 cd "$(dirname "$0")/.."
 top=$PWD
 jobs=${NSRV_JOBS:-2}
+res=$top/build-test/results # every stage's log and result file
+soak_seconds=300            # the CI soak; cluster-tests/soak/README.md has the one-hour command
+
+# Weakening knobs (longer waits, fewer repetitions, ignored sanitizer reports) are for a
+# developer's machine; with CI=true they are refused before anything runs.
+if ! python3 cluster-tests/lib/testenv.py; then
+  echo "0 passed, 1 failed"
+  exit 1
+fi
 
 need_install=0
 for p in $(cat conf/build-deps.txt conf/test-deps.txt); do
@@ -19,9 +34,9 @@ if [ "$need_install" = 1 ]; then
 fi
 missing=""
 while read -r cmd pkg; do
-  case $cmd in ''|'#'*) continue ;; esac
+  case $cmd in '' | '#'*) continue ;; esac
   command -v "$cmd" >/dev/null 2>&1 || missing="$missing $pkg"
-done < conf/peer-deps.txt
+done <conf/peer-deps.txt
 if [ -n "$missing" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq $missing >/dev/null || echo "could not install:$missing"
@@ -29,60 +44,91 @@ fi
 # pytest: Debian's package, or one already on PATH.
 python3 -c 'import pytest' 2>/dev/null || { echo "pytest missing"; echo "0 passed, 1 failed"; exit 1; }
 
+rm -rf "$res"
+mkdir -p "$res"
+summary=$res/summary.txt
+ran=$res/stages-ran.txt
+: >"$summary"
+: >"$ran"
 passed=0
 failed=0
-run_suite() { # name build-dir cmake-args...
-  local name=$1 dir=$2; shift 2
-  echo "=== $name: configure and build in $dir"
-  if ! cmake -S "$top" -B "$dir" "$@" >"$dir.configure.log" 2>&1; then
-    mkdir -p "$dir"; cat "$dir.configure.log"; failed=$((failed + 1)); return
-  fi
-  if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
-    tail -50 "$dir.build.log"; failed=$((failed + 1)); return
-  fi
-  echo "=== $name: ctest"
-  (cd "$dir" && ctest --output-on-failure --timeout 900 -j"$jobs") | tee "$dir.ctest.log"
-  local p f
-  p=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* Passed' "$dir.ctest.log")
-  f=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*|Failed|Not Run|Timeout)' "$dir.ctest.log")
-  passed=$((passed + p)); failed=$((failed + f))
-  [ "$p" -gt 0 ] || failed=$((failed + 1))
-}
+t_start=$(date +%s)
 
-run_suite "release" "$top/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-NSRV_TEST_TIMEOUT_MULT=4 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  run_suite "asan+ubsan" "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang \
-    -DNSRV_SANITIZE=address,undefined
+# run_stage, build, ctest_stage, node_stage: cluster-tests/lib/stages.sh
+. "$top/cluster-tests/lib/stages.sh"
 
-# Counts a suite whose log ends with pytest's or our own summary.
-count_summary() { # name log
-  local line p f e
-  line=$(grep -E '([0-9]+ passed|[0-9]+ failed)' "$2" | tail -1)
-  p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+'); p=${p:-0}
-  f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+'); f=${f:-0}
-  e=$(echo "$line" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+'); e=${e:-0}
-  echo "=== $1: $p passed, $((f + e)) failed"
-  passed=$((passed + p)); failed=$((failed + f + e))
-  [ "$p" -gt 0 ] || failed=$((failed + 1))
-}
-
-if [ -x "$top/build-test/src/nsrvd" ]; then
-  echo "=== cluster: 3-node gossip suite (release build)"
-  ./cluster-tests/cluster/run.sh --nsrvd "$top/build-test/src/nsrvd" 2>&1 | tee "$top/build-test/cluster.log"
-  count_summary cluster "$top/build-test/cluster.log"
-
-  echo "=== compat: real-peer compatibility suite (release build)"
-  NSRVD_BIN="$top/build-test/src/nsrvd" COMPAT_LOG_DIR="$top/build-test/compat-logs" \
-    ./cluster-tests/compat/run-compat.sh 2>&1 | tee "$top/build-test/compat.log"
-  count_summary compat "$top/build-test/compat.log"
-
-  # after compat: it fills the peers cache that gives the chaos suite its real broker and clients
-  echo "=== chaos: network-namespace chaos suite, --short (release build)"
-  CHAOS_WORK="$top/build-test/chaos" ./cluster-tests/chaos/run.sh --short --nsrvd "$top/build-test/src/nsrvd" \
-    2>&1 | tee "$top/build-test/chaos.log"
-  count_summary chaos "$top/build-test/chaos.log"
+# NSRV_FUZZ=OFF is explicit: a reused build directory keeps the replay tests (label fuzz).
+if build release "$top/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNSRV_FUZZ=OFF -DNSRV_SANITIZE=; then
+  ctest_stage release-ctest "$top/build-test" -LE node
+  node_stage release-node "$top/build-test/src/nsrvd"
 fi
 
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+if build asan "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=OFF \
+  -DNSRV_SANITIZE=address,undefined; then
+  ctest_stage asan-ctest "$top/build-asan" -LE node
+  node_stage asan-node "$top/build-asan/src/nsrvd"
+fi
+
+# libFuzzer, bounded: every target fuzzes for NSRV_FUZZ_SECONDS from its corpus (see
+# cluster-tests/README.md for the longer command and what to do with a crash).
+fuzz_targets=$(cd "$top" && cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=ON \
+  -DNSRV_SANITIZE=address,undefined >/dev/null 2>&1 && cd build-fuzz && ctest -N -L libfuzzer |
+  sed -n 's/^ *Test *#[0-9]*: \(.*\)_libfuzzer$/\1/p')
+if build fuzz "$top/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=ON \
+  -DNSRV_SANITIZE=address,undefined -DNSRV_FUZZ_SECONDS=15 -- $fuzz_targets; then
+  ctest_stage libfuzzer "$top/build-fuzz" -L libfuzzer
+fi
+
+if [ -x "$top/build-test/src/nsrvd" ]; then
+  run_stage cluster junit "$res/cluster.xml" \
+    ./cluster-tests/cluster/run.sh --nsrvd "$top/build-test/src/nsrvd" --junitxml="$res/cluster.xml"
+fi
+# The gossip networking (UDP receive, TCP pull, state file, SIGHUP reload) under ASan+UBSan.
+if [ -x "$top/build-asan/src/nsrvd" ]; then
+  run_stage cluster-asan junit "$res/cluster-asan.xml" \
+    ./cluster-tests/cluster/run.sh --nsrvd "$top/build-asan/src/nsrvd" --junitxml="$res/cluster-asan.xml" \
+    -k "not bandwidth"
+fi
+
+if [ -x "$top/build-test/src/nsrvd" ]; then
+  run_stage soak tsv "$res/soak.tsv" \
+    python3 ./cluster-tests/soak/soak.py --nsrvd "$top/build-test/src/nsrvd" --seconds "$soak_seconds" \
+    --results "$res/soak.tsv" --workdir "$res/soak"
+fi
+
+# Real peers: cells against nsrvd and against the Java NameServer are separate stages.
+if [ -x "$top/build-test/src/nsrvd" ]; then
+  rm -rf "$res/compat-logs"
+  NSRVD_BIN="$top/build-test/src/nsrvd" COMPAT_LOG_DIR="$res/compat-logs" \
+    ./cluster-tests/compat/run-compat.sh 2>&1 | tee "$res/compat.log"
+  for target in nsrvd java; do
+    grep -P "^[a-z]+\t$target/" "$res/compat-logs/results.tsv" >"$res/compat-$target.tsv" 2>/dev/null
+    run_stage "compat-$target" tsv "$res/compat-$target.tsv" true
+  done
+fi
+
+# The chaos suite, --short (needs root; after compat: it fills the peers cache that gives the
+# chaos suite its real broker and clients). One result per scenario from its table.
+if [ -x "$top/build-test/src/nsrvd" ]; then
+  rm -rf "$res/chaos"
+  CHAOS_WORK="$res/chaos" run_stage chaos tsv "$res/chaos.tsv" \
+    sh -c '"$0" --short --nsrvd "$1"; rc=$?; awk '"'"'NR > 2 && ($2 == "PASS" || $2 == "FAIL") {
+      print ($2 == "PASS" ? "passed" : "failed") "\tchaos/" $1 }'"'"' "$2/table.txt" >"$3"; exit $rc' \
+    ./cluster-tests/chaos/run.sh "$top/build-test/src/nsrvd" "$res/chaos" "$res/chaos.tsv"
+fi
+
+# A stage with an expected list that did not run (its build failed, it was removed) fails.
+gone=0
+python3 "$top/cluster-tests/stages.py" missing-stages "$ran" || gone=$?
+failed=$((failed + gone))
+
+echo
+echo "stage            passed  failed  expected  new  xfail"
+while read -r s p f e n x; do
+  printf '%-16s %6s  %6s  %8s  %3s  %5s\n' "$s" "$p" "$f" "$e" "$n" "$x"
+done <"$summary"
+echo "total time: $((($(date +%s) - t_start) / 60)) min"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

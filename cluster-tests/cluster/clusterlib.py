@@ -167,6 +167,7 @@ class Node:
         self.key_file = workdir / f"node{node_id}.key"
         self.config: Dict[str, Any] = {}
         self.proc: Optional[NsrvdProcess] = None
+        self.past_procs: List[NsrvdProcess] = []  # earlier starts, checked at close()
         self.starts = 0
         self.exec_time = 0.0  # time.monotonic() when the current process was started
         self._conn: Optional[Connection] = None
@@ -184,6 +185,8 @@ class Node:
         if overrides:
             cfg.update(overrides)
         self.close_conn()
+        if self.proc is not None:
+            self.past_procs.append(self.proc)
         self.proc = NsrvdProcess(self.binary, self.workdir, cfg, port=self.port, name=name)
         self.exec_time = time.monotonic()
         self.proc.start(wait_boot=False)
@@ -413,7 +416,22 @@ class Cluster:
         """Stops every node (SIGTERM, SIGKILL if needed); returns problems found."""
         problems = []
         for nd in self.nodes:
-            if nd.proc is None or not nd.alive():
+            # A process that exited on its own (crash, abort, sanitizer) is a failure, and
+            # every earlier start of the node is checked for sanitizer reports too.
+            for p in nd.past_procs + ([nd.proc] if nd.proc else []):
+                if p.died_unexpectedly():
+                    problems.append(f"node {nd.id}: {p.name} died during the test (exit code "
+                                    f"{p.proc.poll()})\n{p.tail()}")
+                elif p is not nd.proc:
+                    errs = p.sanitizer_errors()
+                    if errs:
+                        problems.append(f"node {nd.id}: {p.name}: sanitizer report {errs}\n{p.tail(20000)}")
+            if nd.proc is None:
+                continue
+            if not nd.alive():
+                errs = nd.proc.sanitizer_errors()
+                if errs:
+                    problems.append(f"node {nd.id}: sanitizer report {errs}\n{nd.proc.tail(20000)}")
                 continue
             rc = nd.stop()
             if rc is None:

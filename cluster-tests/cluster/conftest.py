@@ -31,7 +31,8 @@ sys.path.insert(0, str(HERE.parent / "lib"))
 
 from brokersim import BrokerSim, find_binary  # noqa: E402
 from clusterlib import Cluster  # noqa: E402
-from nsrvd_proc import scaled, timeout_mult  # noqa: E402
+from nsrvd_proc import scaled, timeout_mult, use_binary  # noqa: E402
+from testenv import refused  # noqa: E402
 
 # The repository root is two levels up; the default build directory is build/ there.
 DEFAULT_BIN = str(HERE.parents[1] / "build" / "src" / "nsrvd")
@@ -48,6 +49,9 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if refused():
+        raise pytest.UsageError(f"refused under CI=true (they weaken the tests): {refused()}")
+    use_binary(config.getoption("--nsrvd"))
     config.addinivalue_line("markers", "budget(seconds): alarm for the whole test (default 120 s)")
 
 

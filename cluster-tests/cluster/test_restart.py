@@ -20,7 +20,6 @@ Environment: NSRV_RESTART_BROKERS (1000), NSRV_RESTART_REPS (10), NSRV_RESTART_N
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -29,11 +28,12 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from clusterlib import Node, percentile, poll_until
+from testenv import knob
 
-N_BROKERS = int(os.environ.get("NSRV_RESTART_BROKERS", "1000"))
+N_BROKERS = int(knob("NSRV_RESTART_BROKERS", "1000"))
 TOPICS = 20
-REPS = int(os.environ.get("NSRV_RESTART_REPS", "10"))
-NOGOSSIP_REPS = int(os.environ.get("NSRV_RESTART_NOGOSSIP_REPS", "1"))
+REPS = int(knob("NSRV_RESTART_REPS", "10"))
+NOGOSSIP_REPS = int(knob("NSRV_RESTART_NOGOSSIP_REPS", "1"))
 PERIOD_MS = 30000
 BOUND_S = 35.0
 P99_TARGET_S = 2.0

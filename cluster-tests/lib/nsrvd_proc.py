@@ -11,16 +11,30 @@ import time
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from testenv import knob
+
 BOOT_RE = re.compile(r"The Name Server boot success\. serializeType=JSON, address 127\.0\.0\.1:(\d+)")
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
 
 
+SANITIZER_BUILD_MULT = 4.0
+_binary_mult = 1.0
+
+
+def use_binary(binary: str) -> None:
+    """Sets the default wait scale from the binary under test: x4 for a sanitizer build."""
+    global _binary_mult
+    _binary_mult = SANITIZER_BUILD_MULT if binary_has_asan(binary) else 1.0
+
+
 def timeout_mult() -> float:
-    """Scale factor for every wait (env NSRV_TEST_TIMEOUT_MULT, e.g. 3 under ASan)."""
+    """Scale factor for every wait: x4 for a sanitizer binary (see use_binary), or env
+    NSRV_TEST_TIMEOUT_MULT if larger (refused under CI=true, see testenv.py)."""
     try:
-        return max(1.0, float(os.environ.get("NSRV_TEST_TIMEOUT_MULT", "1")))
+        env = float(knob("NSRV_TEST_TIMEOUT_MULT", "1"))
     except ValueError:
-        return 1.0
+        env = 1.0
+    return max(1.0, _binary_mult, env)
 
 
 def scaled(seconds: float) -> float:
@@ -90,6 +104,7 @@ class NsrvdProcess:
         self.proc: Optional[subprocess.Popen] = None
         self.returncode: Optional[int] = None
         self._stopped_by_test = False
+        self._signalled_to_stop = False  # the test sent SIGTERM/SIGINT/SIGKILL itself
 
     def default_config(self) -> Dict[str, object]:
         return {
@@ -164,7 +179,19 @@ class NsrvdProcess:
 
     def signal(self, sig: int = signal.SIGTERM) -> None:
         if self.alive():
+            if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+                self._signalled_to_stop = True
             self.proc.send_signal(sig)
+
+    def died_unexpectedly(self) -> bool:
+        """It exited although the test neither stopped nor signalled it (a crash, an abort,
+        a sanitizer report, or an exit nobody asked for)."""
+        return (
+            self.proc is not None
+            and self.proc.poll() is not None
+            and not self._stopped_by_test
+            and not self._signalled_to_stop
+        )
 
     def wait(self, timeout: float) -> Optional[int]:
         """Exit code, or None if still running after ``timeout`` (scaled)."""
@@ -223,10 +250,11 @@ class NsrvdProcess:
 
 
 def run_cli(binary: str, args: Sequence[str], *, workdir: Path, timeout: float = 10.0) -> subprocess.CompletedProcess:
-    """Run nsrvd to completion (for -p, -h, --version and bad configs)."""
+    """Run nsrvd to completion (for -p, -h, --version, keygen, status and bad configs). Any
+    sanitizer report in its output is an AssertionError, whatever the exit code."""
     env = dict(os.environ)
     env["HOME"] = str(workdir)
-    return subprocess.run(
+    cp = subprocess.run(
         [binary, *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -234,3 +262,8 @@ def run_cli(binary: str, args: Sequence[str], *, workdir: Path, timeout: float =
         cwd=str(workdir),
         timeout=scaled(timeout),
     )
+    text = cp.stdout.decode(errors="replace") + cp.stderr.decode(errors="replace")
+    found = [m for m in SANITIZER_MARKERS if m in text]
+    if found:
+        raise AssertionError(f"sanitizer report {found} from nsrvd {' '.join(args)}:\n{text[-20000:]}")
+    return cp

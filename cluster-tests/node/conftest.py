@@ -21,7 +21,8 @@ import pytest
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 
-from nsrvd_proc import NsrvdProcess, scaled  # noqa: E402
+from nsrvd_proc import NsrvdProcess, scaled, use_binary  # noqa: E402
+from testenv import knob, refused  # noqa: E402
 from rmq import Connection, NamesrvClient  # noqa: E402
 
 # The repository root is two levels up; the default build directory is build/ there.
@@ -39,6 +40,9 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if refused():
+        raise pytest.UsageError(f"refused under CI=true (they weaken the tests): {refused()}")
+    use_binary(config.getoption("--nsrvd"))
     config.addinivalue_line("markers", "slow: takes several seconds (idle timeouts, expiry, shutdown waits)")
     config.addinivalue_line("markers", "nsrvd_config(**props): extra properties for the nsrvd fixture")
 
@@ -68,7 +72,7 @@ def nsrvd_bin(request) -> str:
 
 
 def _expect_clean_exit() -> bool:
-    return os.environ.get("NSRV_EXPECT_CLEAN_EXIT", "1") != "0"
+    return knob("NSRV_EXPECT_CLEAN_EXIT", "1") != "0"
 
 
 @pytest.fixture
@@ -92,7 +96,10 @@ def nsrvd_factory(nsrvd_bin, tmp_path):
     for p in procs:
         if p.proc is None:
             continue
-        if not p._stopped_by_test:
+        if p.died_unexpectedly():
+            problems.append(f"{p.name}: died during the test (exit code {p.proc.poll()})\n{p.tail()}")
+            p.kill()  # closes its output files
+        elif not p._stopped_by_test:
             rc = p.terminate(timeout=10)
             if rc is None:
                 problems.append(f"{p.name}: did not exit within {scaled(10):.0f}s of SIGTERM\n{p.tail()}")

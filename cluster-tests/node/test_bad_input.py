@@ -12,6 +12,7 @@ import pytest
 
 from nsrv_check import assert_code, assert_envelope, register_ok, wait_until
 from nsrvd_proc import binary_has_asan, scaled
+from testenv import knob
 from rmq import (
     Broker,
     ConnectionClosed,
@@ -250,7 +251,7 @@ def test_1000_pipelined_requests(nsrvd, connect, healthy):
 def test_client_that_never_reads(nsrvd, connect, healthy):
     """A client that pipelines ~50k requests with big replies and never reads: the server must
     stop reading it (back-pressure), keep memory bounded and keep serving others."""
-    limit_mb = float(os.environ.get("NSRV_TEST_RSS_LIMIT_MB", "600" if binary_has_asan(nsrvd.binary) else "200"))
+    limit_mb = float(knob("NSRV_TEST_RSS_LIMIT_MB", "600" if binary_has_asan(nsrvd.binary) else "200"))
     topics = [TopicConfig(f"BigTopic-{i:05d}", 4, 4, 6) for i in range(1000)]
     register_ok(healthy, Broker(name="broker-big", addr="127.0.0.1:12000"), topics)
     reply_size = len(healthy.all_topics().body)

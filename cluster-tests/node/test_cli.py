@@ -70,13 +70,14 @@ def test_bad_listen_port_value(nsrvd_bin, tmp_path):
     cfg = tmp_path / "bad.properties"
     write_properties(cfg, {"listenPort": "abc", "bindAddress": "127.0.0.1", "kvConfigPath": str(tmp_path / "kv.json")})
     cp = run_cli(nsrvd_bin, ["-c", str(cfg)], workdir=tmp_path)
-    assert cp.returncode != 0, _out(cp)
+    assert cp.returncode == 1, _out(cp)
     assert "listenPort" in _out(cp)
 
 
 def test_missing_config_file(nsrvd_bin, tmp_path):
     cp = run_cli(nsrvd_bin, ["-c", str(tmp_path / "nope.properties")], workdir=tmp_path)
-    assert cp.returncode != 0, _out(cp)
+    assert cp.returncode == 1, _out(cp)
+    assert "nope.properties" in _out(cp)
 
 
 def test_port_in_use_exits_nonzero(nsrvd_bin, tmp_path):
@@ -87,7 +88,7 @@ def test_port_in_use_exits_nonzero(nsrvd_bin, tmp_path):
         cfg = tmp_path / "busy.properties"
         write_properties(cfg, {"listenPort": port, "bindAddress": "127.0.0.1", "kvConfigPath": str(tmp_path / "kv.json")})
         cp = run_cli(nsrvd_bin, ["-c", str(cfg)], workdir=tmp_path)
-        assert cp.returncode != 0, _out(cp)
+        assert cp.returncode == 1, _out(cp)
         assert "The Name Server boot success" not in _out(cp)
 
 

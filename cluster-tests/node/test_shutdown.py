@@ -78,10 +78,17 @@ def _run_in_flight_shutdown(nsrvd_factory, connect, graceful: bool):
     conns = [connect(srv, timeout=scaled(15)) for _ in range(N_CONNS)]
     for c in conns:
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-    late = connect(srv, timeout=scaled(15))
+    # idle: nothing in flight at SIGTERM, so nsrvd closes it at once (README: "closes each
+    # connection as soon as it is drained"). busy: ~20 MB of replies it does not read yet,
+    # far more than the socket buffers hold, so it is still open (not drained) when the
+    # late requests arrive on it.
+    idle = connect(srv, timeout=scaled(15))
+    busy = connect(srv, timeout=scaled(15))
     batches = [_build_batch(c, i) for i, c in enumerate(conns)]
     for c, reqs in zip(conns, batches):
         c.send_many(reqs)
+    busy_reqs = [busy.build(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER) for _ in range(700)]
+    busy.send_many(busy_reqs)
     # Give the server a moment to read what was sent (replies are not read yet, so many are
     # still queued in the server when SIGTERM arrives).
     time.sleep(0.1)
@@ -91,15 +98,34 @@ def _run_in_flight_shutdown(nsrvd_factory, connect, graceful: bool):
     late_results = []
     if graceful:
         time.sleep(0.3)
-        # Requests arriving during the shutdown wait: v479 -> normal reply or GO_AWAY;
-        # v400 (<= 475) -> processed normally. The connection may also be closed already.
-        try:
-            r479 = late.build(RequestCode.GET_BROKER_CLUSTER_INFO, version=479)
-            r400 = late.build(RequestCode.GET_BROKER_CLUSTER_INFO, version=400)
-            late.send_many([r479, r400])
-            late_results = [r479, r400]
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        # Requests arriving during the graceful wait must be answered: v479 -> a normal reply
+        # or GO_AWAY; v400 (<= 475) -> processed normally. A server that closed the
+        # connection (or stopped reading) instead fails here.
+        r479 = busy.build(RequestCode.GET_BROKER_CLUSTER_INFO, version=479)
+        r400 = busy.build(RequestCode.GET_BROKER_CLUSTER_INFO, version=400)
+        busy.send_many([r479, r400])
+        late_results = [r479, r400]
+
+    # The busy connection is read before the others: it drains only while it is read.
+    frames, leftover = idle.read_to_eof(scaled(wait_s + 10))
+    assert frames == [] and leftover == b"", f"idle connection at shutdown: {frames!r} {leftover!r}"
+    frames, leftover = busy.read_to_eof(scaled(wait_s + 10))
+    assert leftover == b"", "half frame on the busy connection"
+    by_op = {f.opaque: f for f in frames}
+    missing = [r.opaque for r in busy_reqs if r.opaque not in by_op]
+    assert not missing, f"busy connection: {len(missing)} of {len(busy_reqs)} requests got no reply"
+    for r in busy_reqs:
+        assert by_op[r.opaque].code in (0, 1500), by_op[r.opaque]
+    if graceful:
+        r479, r400 = late_results
+        assert r479.opaque in by_op, f"late v479 request got no reply (want a reply or GO_AWAY): {frames!r}"
+        f = by_op[r479.opaque]
+        assert_envelope(f, r479)
+        assert (f.code, f.remark) in ((0, None), (1500, "please go away")), f
+        assert r400.opaque in by_op, f"late v400 request got no reply (it must be processed): {frames!r}"
+        f = by_op[r400.opaque]
+        assert_envelope(f, r400)
+        assert f.code == 0, f"a version-400 request must be processed during the wait: {f!r}"
 
     problems = []
     for i, (c, reqs) in enumerate(zip(conns, batches)):
@@ -128,20 +154,6 @@ def _run_in_flight_shutdown(nsrvd_factory, connect, graceful: bool):
         missing = set(want) - set(got)
         if missing:
             problems.append(f"conn {i}: {len(missing)} of {len(want)} requests sent before SIGTERM got no reply")
-
-    if late_results:
-        frames, leftover = late.read_to_eof(scaled(wait_s + 10))
-        assert leftover == b"", "half frame on the late connection"
-        by_op = {f.opaque: f for f in frames}
-        r479, r400 = late_results
-        if r479.opaque in by_op:
-            f = by_op[r479.opaque]
-            assert_envelope(f, r479)
-            assert (f.code, f.remark) in ((0, None), (1500, "please go away")), f
-        if r400.opaque in by_op:
-            f = by_op[r400.opaque]
-            assert_envelope(f, r400)
-            assert f.code == 0, f"a version-400 request must be processed during the wait: {f!r}"
 
     rc = srv.wait(wait_s + 8)
     elapsed = time.monotonic() - t_term

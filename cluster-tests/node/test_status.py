@@ -3,14 +3,13 @@
 import json
 import signal
 import socket
-import subprocess
 import urllib.error
 import urllib.request
 
 import pytest
 
 from nsrv_check import register_ok, wait_until
-from nsrvd_proc import free_port, scaled
+from nsrvd_proc import free_port, run_cli, scaled
 from rmq import Broker, NamesrvClient, TopicConfig
 
 T = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 4, 4, 6)]
@@ -75,18 +74,20 @@ def test_bad_http_requests_get_400_and_server_survives(status_node):
     assert get(status_node, "/health")[0] == 200
 
 
-def test_status_cli(status_node, connect, nsrvd_bin):
+def test_status_cli(status_node, connect, nsrvd_bin, tmp_path):
+    # run_cli fails on any sanitizer report in the output; exit codes are exact.
     register_ok(NamesrvClient(connect(status_node)), Broker(name="broker-cli", addr="127.0.0.1:10999"), T)
-    out = subprocess.run([nsrvd_bin, "status", f"127.0.0.1:{status_node.status_port}"],
-                         capture_output=True, text=True, timeout=scaled(10))
+    out = run_cli(nsrvd_bin, ["status", f"127.0.0.1:{status_node.status_port}"], workdir=tmp_path)
+    text = out.stdout.decode()
     assert out.returncode == 0, out.stderr
-    assert "broker-cli" in out.stdout and "127.0.0.1:10999" in out.stdout and "direct" in out.stdout
-    out = subprocess.run([nsrvd_bin, "status", "--json", f"127.0.0.1:{status_node.status_port}"],
-                         capture_output=True, text=True, timeout=scaled(10))
+    assert "broker-cli" in text and "127.0.0.1:10999" in text and "direct" in text
+    out = run_cli(nsrvd_bin, ["status", "--json", f"127.0.0.1:{status_node.status_port}"], workdir=tmp_path)
+    assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["brokers"][0]["brokerName"] == "broker-cli"
-    bad = subprocess.run([nsrvd_bin, "status", f"127.0.0.1:{free_port()}"], capture_output=True, text=True,
-                         timeout=scaled(10))
-    assert bad.returncode != 0 and "cannot connect" in bad.stderr
+    bad = run_cli(nsrvd_bin, ["status", f"127.0.0.1:{free_port()}"], workdir=tmp_path)
+    assert bad.returncode == 1 and "cannot connect" in bad.stderr.decode(), bad
+    usage = run_cli(nsrvd_bin, ["status", "--bogus"], workdir=tmp_path)
+    assert usage.returncode == 1 and "usage: nsrvd status" in usage.stderr.decode(), usage
 
 
 def test_health_reports_shutdown(status_node, connect):

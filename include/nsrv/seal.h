@@ -91,6 +91,10 @@ int nsrv_seal_pubkey_token_parse(nsrv_str_t tok, uint8_t *node_id, uint8_t *key_
  * Blocking. Returns 0 or -errno.
  */
 int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN]);
+/* The key file's bytes (len of them, not NUL-terminated): the base64 seed, surrounding
+ * whitespace ignored. Returns 0 or a negative errno. The file checks stay in sk_load. */
+int nsrv_seal_sk_parse(const char *text, size_t len, uint8_t pk[NSRV_SEAL_PK_LEN],
+                       uint8_t sk[NSRV_SEAL_SK_LEN]);
 /*
  * Loads a secret-key file. Refuses (-EPERM) a file that group or others can
  * access in any way (mode & 077), and (-EINVAL) one that is not a regular

@@ -227,10 +227,24 @@ static bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+int nsrv_seal_sk_parse(const char *text, size_t len, uint8_t pk[NSRV_SEAL_PK_LEN],
+                       uint8_t sk[NSRV_SEAL_SK_LEN]) {
+    uint8_t seed[NSRV_SEAL_SEED_LEN];
+    size_t b = 0, e = len;
+    while (b < e && is_space(text[b]))
+        b++;
+    while (e > b && is_space(text[e - 1]))
+        e--;
+    int rc = nsrv_seal_b64_decode32(text + b, e - b, seed);
+    if (rc == 0)
+        nsrv_seal_keypair_from_seed(seed, pk, sk);
+    nsrv_seal_wipe(seed, sizeof seed);
+    return rc;
+}
+
 int nsrv_seal_sk_load(const char *path, uint8_t pk[NSRV_SEAL_PK_LEN],
                       uint8_t sk[NSRV_SEAL_SK_LEN]) {
     char text[SK_FILE_MAX + 1];
-    uint8_t seed[NSRV_SEAL_SEED_LEN];
     size_t len = 0;
     int rc = 0;
 
@@ -266,19 +280,11 @@ int nsrv_seal_sk_load(const char *path, uint8_t pk[NSRV_SEAL_PK_LEN],
             break;
         len += (size_t)r;
     }
-    size_t b = 0, e = len;
-    while (b < e && is_space(text[b]))
-        b++;
-    while (e > b && is_space(text[e - 1]))
-        e--;
-    rc = nsrv_seal_b64_decode32(text + b, e - b, seed);
-    if (rc == 0)
-        nsrv_seal_keypair_from_seed(seed, pk, sk);
+    rc = nsrv_seal_sk_parse(text, len, pk, sk);
 
 cleanup:
     close(fd);
     nsrv_seal_wipe(text, sizeof text);
-    nsrv_seal_wipe(seed, sizeof seed);
     return rc;
 }
 

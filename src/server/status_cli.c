@@ -16,6 +16,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "nsrv/alloc.h"
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "nsrv/config.h"
@@ -67,39 +68,40 @@ static const char *str_of(const nsrv_json_t *o, const char *key) {
     return s ? s : "-";
 }
 
-static void print_table(const nsrv_json_t *root) {
+static void print_table(FILE *out, const nsrv_json_t *root) {
     const nsrv_json_t *node = nsrv_json_get(root, "node");
-    printf("node      version %s, pid %s, up %s ms, port %s, %s connection(s)%s\n",
-           str_of(node, "version"), str_of(node, "pid"), str_of(node, "uptimeMs"),
-           str_of(node, "listenPort"), str_of(node, "connections"),
-           strcmp(str_of(node, "shuttingDown"), "true") == 0 ? ", SHUTTING DOWN" : "");
+    fprintf(out, "node      version %s, pid %s, up %s ms, port %s, %s connection(s)%s\n",
+            str_of(node, "version"), str_of(node, "pid"), str_of(node, "uptimeMs"),
+            str_of(node, "listenPort"), str_of(node, "connections"),
+            strcmp(str_of(node, "shuttingDown"), "true") == 0 ? ", SHUTTING DOWN" : "");
     const nsrv_json_t *gossip = nsrv_json_get(root, "gossip");
     if (gossip && gossip->type == NSRV_JSON_OBJECT) {
-        printf("gossip    node %s, cluster %s, incarnation %s\n", str_of(gossip, "nodeId"),
-               str_of(gossip, "cluster"), str_of(gossip, "incarnation"));
+        fprintf(out, "gossip    node %s, cluster %s, incarnation %s\n", str_of(gossip, "nodeId"),
+                str_of(gossip, "cluster"), str_of(gossip, "incarnation"));
         const nsrv_json_t *peers = nsrv_json_get(gossip, "peers");
-        printf("%-6s %-22s %-14s %-8s %-10s %-10s %s\n", "PEER", "ADDRESS", "INCARNATION", "KEY",
-               "LAST(ms)", "ACCEPTED", "REJECTED");
+        fprintf(out, "%-6s %-22s %-14s %-8s %-10s %-10s %s\n", "PEER", "ADDRESS", "INCARNATION",
+                "KEY", "LAST(ms)", "ACCEPTED", "REJECTED");
         for (const nsrv_json_t *p = peers ? peers->child : NULL; p; p = p->next) {
-            printf("%-6s %-22s %-14s %-8s %-10s %-10s ", str_of(p, "id"), str_of(p, "addr"),
-                   str_of(p, "incarnation"), str_of(p, "keyId"), str_of(p, "lastValidAgeMs"),
-                   str_of(p, "accepted"));
+            fprintf(out, "%-6s %-22s %-14s %-8s %-10s %-10s ", str_of(p, "id"), str_of(p, "addr"),
+                    str_of(p, "incarnation"), str_of(p, "keyId"), str_of(p, "lastValidAgeMs"),
+                    str_of(p, "accepted"));
             const nsrv_json_t *rej = nsrv_json_get(p, "rejected");
             bool any = false;
             for (const nsrv_json_t *r = rej ? rej->child : NULL; r; r = r->next) {
-                printf("%s%s=%s", any ? "," : "", r->key, nsrv_json_as_str(r, NULL));
+                const char *v = nsrv_json_as_str(r, NULL);
+                fprintf(out, "%s%.*s=%s", any ? "," : "", (int)r->key_len, r->key, v ? v : "-");
                 any = true;
             }
-            printf("%s\n", any ? "" : "-");
+            fprintf(out, "%s\n", any ? "" : "-");
         }
     }
     const nsrv_json_t *brokers = nsrv_json_get(root, "brokers");
-    printf("%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", "CLUSTER", "BROKER", "ID", "ADDRESS",
-           "SOURCE", "DIRECT(ms)", "SEEN(ms)");
+    fprintf(out, "%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", "CLUSTER", "BROKER", "ID", "ADDRESS",
+            "SOURCE", "DIRECT(ms)", "SEEN(ms)");
     for (const nsrv_json_t *b = brokers ? brokers->child : NULL; b; b = b->next) {
-        printf("%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", str_of(b, "cluster"),
-               str_of(b, "brokerName"), str_of(b, "brokerId"), str_of(b, "brokerAddr"),
-               str_of(b, "source"), str_of(b, "lastDirectAgeMs"), str_of(b, "lastSeenAgeMs"));
+        fprintf(out, "%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", str_of(b, "cluster"),
+                str_of(b, "brokerName"), str_of(b, "brokerId"), str_of(b, "brokerAddr"),
+                str_of(b, "source"), str_of(b, "lastDirectAgeMs"), str_of(b, "lastSeenAgeMs"));
     }
 }
 
@@ -155,28 +157,43 @@ int nsrv_status_cli(int argc, char **argv) {
         nsrv_buf_deinit(&reply);
         return 1;
     }
-    const char *body = reply.data ? strstr(reply.data, "\r\n\r\n") : NULL;
-    if (!body || strncmp(reply.data, "HTTP/1.1 200", 12) != 0) {
-        fprintf(stderr, "nsrvd status: unexpected reply from %s:%s\n", host, port);
-        nsrv_buf_deinit(&reply);
+    char from[300];
+    snprintf(from, sizeof from, "%s:%s", host, port);
+    int rc = nsrv_status_cli_render(reply.data, reply.len, json, stdout, stderr, from);
+    nsrv_buf_deinit(&reply);
+    return rc;
+}
+
+int nsrv_status_cli_render(const char *reply, size_t len, bool json, FILE *out, FILE *errout,
+                           const char *from) {
+    /* The reply comes from the network: work on a NUL-terminated copy of exactly len bytes. */
+    char *text = nsrv_malloc(len + 1);
+    if (len)
+        memcpy(text, reply, len);
+    text[len] = '\0';
+    const char *body = strstr(text, "\r\n\r\n");
+    if (!body || strncmp(text, "HTTP/1.1 200", 12) != 0) {
+        fprintf(errout, "nsrvd status: unexpected reply from %s\n", from);
+        nsrv_free(text);
         return 1;
     }
     body += 4;
     int rc = 0;
     if (json) {
-        fputs(body, stdout);
+        fputs(body, out);
     } else {
+        char err[512] = "";
         nsrv_arena_t arena;
         nsrv_arena_init(&arena, 64 * 1024);
         nsrv_json_t *root = NULL;
         if (nsrv_json_parse(&arena, body, strlen(body), &root, err, sizeof err) != 0) {
-            fprintf(stderr, "nsrvd status: bad JSON from %s:%s: %s\n", host, port, err);
+            fprintf(errout, "nsrvd status: bad JSON from %s: %s\n", from, err);
             rc = 1;
         } else {
-            print_table(root);
+            print_table(out, root);
         }
         nsrv_arena_deinit(&arena);
     }
-    nsrv_buf_deinit(&reply);
+    nsrv_free(text);
     return rc;
 }

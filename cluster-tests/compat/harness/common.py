@@ -263,8 +263,10 @@ def alloc_port(span: Sequence[int] = (0,)) -> int:
 # --------------------------------------------------------------------------------------------
 
 PASS, FAIL, XFAIL, XPASS, NA, SKIP = "PASS", "FAIL", "xfail", "XPASS", "n/a", "skip"
-COUNTED_PASS = (PASS, XFAIL, XPASS)
-COUNTED_FAIL = (FAIL,)
+# A known failure (xfail) counts as passed; a known failure that passed (XPASS) is a failure:
+# the expectation is stale and must be updated, like pytest's xfail_strict.
+COUNTED_PASS = (PASS, XFAIL)
+COUNTED_FAIL = (FAIL, XPASS)
 
 
 @dataclass

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 import common
-from common import COUNTED_FAIL, COUNTED_PASS, FAIL, PASS, RESULTS, Config, cleanup, install_signal_handlers, log
+from common import COUNTED_FAIL, COUNTED_PASS, FAIL, PASS, RESULTS, SKIP, XFAIL, XPASS, Config, cleanup, install_signal_handlers, log
 
 ALL_PEERS = ["java533", "java497", "go", "go211", "node"]
 SCENARIO_TITLES = {
@@ -70,10 +70,30 @@ def main(argv) -> int:
     finally:
         cleanup()
     print_table(time.time() - t0)
+    write_results(logdir / "results.tsv")
+    for target, title in (("nsrvd", "against nsrvd"), ("java", "against the Java NameServer")):
+        cells = [c for r in RESULTS.rows for col, c in r.cells.items() if col == target]
+        tp = sum(1 for c in cells if c.status in COUNTED_PASS)
+        tf = sum(1 for c in cells if c.status in COUNTED_FAIL)
+        print(f"cells {title}: {tp} passed, {tf} failed")
     passed = sum(1 for r in RESULTS.rows for c in r.cells.values() if c.status in COUNTED_PASS)
     failed = sum(1 for r in RESULTS.rows for c in r.cells.values() if c.status in COUNTED_FAIL)
     print(f"{passed} passed, {failed} failed")
     return 0 if failed == 0 else 1
+
+
+STAGE_STATUS = {PASS: "passed", XFAIL: "xfail", FAIL: "failed", XPASS: "failed", SKIP: "skipped"}
+
+
+def write_results(path: Path) -> None:
+    """One line per cell, "STATUS<TAB>TARGET/sN/PEER", for cluster-tests/stages.py (cells
+    against nsrvd and against the Java NameServer are separate stages there)."""
+    lines = []
+    for r in sorted(RESULTS.rows, key=_row_key):
+        for col, c in r.cells.items():
+            if c.status in STAGE_STATUS:  # n/a cells are not tests
+                lines.append(f"{STAGE_STATUS[c.status]}\t{col}/s{r.scenario}/{r.peer}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def guarded(scenario: int, fn, *args) -> None:
