@@ -77,7 +77,7 @@ fuzz_targets=$(cd "$top" && cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -D
   -DNSRV_SANITIZE=address,undefined >/dev/null 2>&1 && cd build-fuzz && ctest -N -L libfuzzer |
   sed -n 's/^ *Test *#[0-9]*: \(.*\)_libfuzzer$/\1/p')
 if build fuzz "$top/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=ON \
-  -DNSRV_SANITIZE=address,undefined -DNSRV_FUZZ_SECONDS=15 -- $fuzz_targets; then
+  -DNSRV_SANITIZE=address,undefined -DNSRV_FUZZ_SECONDS=10 -- $fuzz_targets; then
   ctest_stage libfuzzer "$top/build-fuzz" -L libfuzzer
 fi
 
