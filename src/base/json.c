@@ -91,14 +91,24 @@ static size_t put_utf8(char *d, unsigned cp) {
     return 4;
 }
 
+/* The first quote or backslash in [p, end), or end. Two memchr scans run many
+ * times faster than a byte loop: a KV write may carry a value of megabytes,
+ * decoded on the event loop. Each scan stops at the string's end. */
+static const char *find_quote_or_escape(const char *p, const char *end, char quote) {
+    const char *q = memchr(p, quote, (size_t)(end - p));
+    if (!q)
+        q = end;
+    const char *b = memchr(p, '\\', (size_t)(q - p));
+    return b ? b : q;
+}
+
 /* Parses a quoted string (double or single quotes); the decoded text never
  * exceeds the source length, so one arena block of that size suffices. */
 static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
     char quote = *ps->p++;
     const char *s = ps->p;
     /* Fast path: no escapes. */
-    while (ps->p < ps->end && *ps->p != quote && *ps->p != '\\')
-        ps->p++;
+    ps->p = find_quote_or_escape(ps->p, ps->end, quote);
     if (ps->p >= ps->end)
         return fail(ps, "unterminated string");
     if (*ps->p == quote) {
