@@ -55,10 +55,11 @@ def make_stuck(connect, node, blocked_for=1.0):
     chunk = memoryview(frame * 200)
     c.sock.setblocking(False)
     blocked_since = None
+    off = 0
     t0 = time.monotonic()
     while time.monotonic() - t0 < scaled(20):
         try:
-            c.sock.send(chunk)
+            off = (off + c.sock.send(chunk[off:])) % len(chunk)  # whole frames, in order
             blocked_since = None
         except BlockingIOError:
             blocked_since = blocked_since or time.monotonic()

@@ -21,6 +21,9 @@
  * LOG_EVERY_MS with the count since the last line. Loop thread only.
  */
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "nsrv/alloc.h"
 #include "nsrv/config.h"
@@ -62,7 +65,19 @@ void nsrv__conn_accept_or_refuse(nsrv_server_t *srv) {
     uv_close((uv_handle_t *)t, free_cb);
 }
 
+/* Freed reply buffers stay in the allocator's heap; a stuck client's megabytes should
+ * not stay in the process's footprint after its connection is gone. */
+static void give_back_freed_memory(nsrv_server_t *srv) {
+    if (!srv->trim_due)
+        return;
+    srv->trim_due = false;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
 void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
+    give_back_freed_memory(srv); /* what the closes of the last sweep released */
     uint64_t idle_ms = (uint64_t)srv->cfg->server_channel_max_idle_time_seconds * 1000u;
     if (idle_ms == 0)
         return;
@@ -90,6 +105,7 @@ void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
                         "connection '%s' drained none of its %zu queued reply bytes in %d s",
                         c->peer, c->out_pending, srv->cfg->server_channel_max_idle_time_seconds);
         c->reset_on_close = true;
+        srv->trim_due = true;
         nsrv__conn_close(c, "peer stopped reading");
     }
 }
@@ -123,6 +139,7 @@ void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes) {
             srv->shed_since_log = 0;
         }
         worst->reset_on_close = true;
+        srv->trim_due = true;
         nsrv__conn_close(worst, "totalOutputLimitBytes reached");
     }
 }

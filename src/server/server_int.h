@@ -96,6 +96,7 @@ struct nsrv_server {
     uint64_t output_shed_total;   /* closed: held the most output past totalOutputLimitBytes */
     uint64_t refused_logged_ms, shed_logged_ms; /* rate limit of the log lines */
     uint64_t refused_since_log, shed_since_log;
+    bool trim_due; /* replies of closed stuck connections were freed: give the pages back */
     /* Status endpoint (status.c). */
     uv_tcp_t status_listener;
     bool status_open;
