@@ -24,6 +24,13 @@ int nsrv_file_write_atomic(const char *path, const void *data, size_t len, bool 
  */
 int nsrv_file_read_all(const char *path, size_t max_len, char **out, size_t *out_len);
 
+/* write(2) until all len bytes are written (EINTR retried). Returns 0 or -errno. */
+int nsrv_fd_write_all(int fd, const void *data, size_t len);
+
+/* fsync of the directory holding path, so a new name in it survives a crash.
+ * Filesystems that cannot fsync a directory count as success. 0 or -errno. */
+int nsrv_file_sync_dir_of(const char *path);
+
 /* Test hook: when set, nsrv_file_write_atomic calls it after the temp file is
  * written and synced, before the rename; a non-zero return aborts the write
  * there (simulating a crash) and is returned. */

@@ -77,7 +77,17 @@ static int make_dirs(const char *dir) {
     return rc;
 }
 
-static int write_full(int fd, const char *p, size_t len) {
+/* read(2) retried on EINTR: bytes read, 0 at end of file, or -errno. */
+static ssize_t read_some(int fd, void *buf, size_t n) {
+    for (;;) {
+        ssize_t r = read(fd, buf, n);
+        if (r >= 0 || errno != EINTR)
+            return r < 0 ? -errno : r;
+    }
+}
+
+int nsrv_fd_write_all(int fd, const void *data, size_t len) {
+    const char *p = data;
     while (len > 0) {
         ssize_t n = write(fd, p, len);
         if (n < 0) {
@@ -103,6 +113,13 @@ static int fsync_dir(const char *dir) {
     return rc;
 }
 
+int nsrv_file_sync_dir_of(const char *path) {
+    char *dir = dir_of(path);
+    int rc = fsync_dir(dir);
+    nsrv_free(dir);
+    return rc;
+}
+
 /* Closes fd, keeping the first error: close() can report a deferred write error. */
 static int close_keep(int fd, int rc) {
     if (close(fd) != 0 && rc == 0)
@@ -120,20 +137,16 @@ static int write_tmp(const char *tmp_path, const void *data, size_t len, int src
         return -errno;
     int rc = 0;
     if (src_fd < 0) {
-        rc = write_full(fd, data, len);
+        rc = nsrv_fd_write_all(fd, data, len);
     } else {
         char chunk[COPY_CHUNK];
         for (;;) {
-            ssize_t n = read(src_fd, chunk, sizeof chunk);
-            if (n < 0) {
-                if (errno == EINTR)
-                    continue;
-                rc = -errno;
+            ssize_t n = read_some(src_fd, chunk, sizeof chunk);
+            if (n <= 0) {
+                rc = (int)n;
                 break;
             }
-            if (n == 0)
-                break;
-            rc = write_full(fd, chunk, (size_t)n);
+            rc = nsrv_fd_write_all(fd, chunk, (size_t)n);
             if (rc < 0)
                 break;
         }
@@ -238,15 +251,11 @@ int nsrv_file_read_all(const char *path, size_t max_len, char **out, size_t *out
             buf = nsrv_realloc(buf, ncap);
             cap = ncap;
         }
-        ssize_t n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = -errno;
+        ssize_t n = read_some(fd, buf + len, cap - 1 - len);
+        if (n <= 0) {
+            rc = (int)n;
             break;
         }
-        if (n == 0)
-            break;
         len += (size_t)n;
         if (len > max_len) {
             rc = -EFBIG;

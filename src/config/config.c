@@ -138,24 +138,34 @@ static char *home_path(const char *rel) {
     return nsrv_buf_steal(&b, NULL);
 }
 
+/* Moves v into d's field of cfg (a string changes hands: v->s becomes NULL). */
+static void store_value(nsrv_config_t *cfg, const key_desc_t *d, pending_t *v) {
+    switch (d->type) {
+    case KT_BOOL:
+        *field_bool(cfg, d) = v->b;
+        break;
+    case KT_INT:
+        *field_int(cfg, d) = (int32_t)v->n;
+        break;
+    case KT_LONG:
+        *field_long(cfg, d) = v->n;
+        break;
+    case KT_STRING:
+        nsrv_free(*field_str(cfg, d));
+        *field_str(cfg, d) = v->s;
+        v->s = NULL;
+        break;
+    }
+}
+
 void nsrv_config_init_defaults(nsrv_config_t *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < NKEYS; i++) {
         const key_desc_t *d = &keys[i];
-        switch (d->type) {
-        case KT_BOOL:
-            *field_bool(cfg, d) = d->def_num != 0;
-            break;
-        case KT_INT:
-            *field_int(cfg, d) = (int32_t)d->def_num;
-            break;
-        case KT_LONG:
-            *field_long(cfg, d) = d->def_num;
-            break;
-        case KT_STRING:
-            *field_str(cfg, d) = nsrv_strdup(d->def_str ? d->def_str : "");
-            break;
-        }
+        pending_t def = {.set = true, .b = d->def_num != 0, .n = d->def_num};
+        if (d->type == KT_STRING)
+            def.s = nsrv_strdup(d->def_str ? d->def_str : "");
+        store_value(cfg, d, &def);
     }
     /* The defaults the table cannot hold (NULL in config_keys.def). */
     const char *rh = getenv("ROCKETMQ_HOME");
@@ -297,22 +307,7 @@ static size_t apply_pending(nsrv_config_t *cfg, pending_t *pend) {
         if (!pend[i].set)
             continue;
         n++;
-        switch (d->type) {
-        case KT_BOOL:
-            *field_bool(cfg, d) = pend[i].b;
-            break;
-        case KT_INT:
-            *field_int(cfg, d) = (int32_t)pend[i].n;
-            break;
-        case KT_LONG:
-            *field_long(cfg, d) = pend[i].n;
-            break;
-        case KT_STRING:
-            nsrv_free(*field_str(cfg, d));
-            *field_str(cfg, d) = pend[i].s;
-            pend[i].s = NULL;
-            break;
-        }
+        store_value(cfg, d, &pend[i]);
     }
     return n;
 }

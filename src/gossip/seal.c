@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "nsrv/alloc.h"
+#include "nsrv/fileio.h"
 #include "nsrv/text.h"
 
 _Static_assert(sizeof(nsrv_seal_hash_t) >= sizeof(crypto_generichash_state),
@@ -150,39 +151,6 @@ int nsrv_seal_pubkey_token_parse(nsrv_str_t tok, uint8_t *node_id, uint8_t *key_
     return 0;
 }
 
-static int write_all(int fd, const char *p, size_t len) {
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
-/* fsync of the directory holding path, so the new name survives a crash. */
-static int sync_dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash == NULL   ? nsrv_strdup(".")
-                : slash == path ? nsrv_strdup("/")
-                                : nsrv_strndup(path, (size_t)(slash - path));
-    int rc = 0;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        rc = -errno;
-    else {
-        if (fsync(fd) != 0)
-            rc = -errno;
-        close(fd);
-    }
-    nsrv_free(dir);
-    return rc;
-}
-
 int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN]) {
     char text[NSRV_SEAL_B64_32_LEN + 2];
     int n = nsrv_seal_b64_encode(seed, NSRV_SEAL_SEED_LEN, text, sizeof text);
@@ -205,7 +173,7 @@ int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN]) 
     if (fchmod(fd, 0600) != 0)
         rc = -errno;
     if (rc == 0)
-        rc = write_all(fd, text, (size_t)n);
+        rc = nsrv_fd_write_all(fd, text, (size_t)n);
     if (rc == 0 && fsync(fd) != 0)
         rc = -errno;
     if (close(fd) != 0 && rc == 0)
@@ -215,7 +183,7 @@ int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN]) 
         rc = -errno;
     unlink(tmp);
     if (rc == 0)
-        rc = sync_dir_of(path);
+        rc = nsrv_file_sync_dir_of(path);
 
 cleanup:
     nsrv_seal_wipe(text, sizeof text);

@@ -6,14 +6,8 @@
 #include "nsrv/log.h"
 #include "proc_int.h"
 
-void nsrv_proc_put_kv_config(nsrv_proc_ctx_t *ctx) {
-    const char *ns = nsrv_proc_ext(ctx, "namespace");
-    const char *key = nsrv_proc_ext(ctx, "key");
-    if (!ns || !key) {
-        nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "namespace or key is null");
-        return;
-    }
-    int rc = nsrv_kv_put(ctx->p->kv, ns, key, nsrv_proc_ext(ctx, "value"));
+/* The reply to a KV change (rc from nsrv_kv_put or nsrv_kv_delete). */
+static void reply_kv_changed(nsrv_proc_ctx_t *ctx, int rc) {
     if (rc < 0) {
         /* Java logs and answers SUCCESS; an operator is better served by an error. */
         nsrv_log_error("KV", "persisting kv config failed: %s", strerror(-rc));
@@ -23,6 +17,16 @@ void nsrv_proc_put_kv_config(nsrv_proc_ctx_t *ctx) {
     }
     /* With the server's writer thread, the table changed in memory only: reply once on disk. */
     nsrv_proc_defer_until_durable(ctx, NSRV_DURABLE_KV, "kv config");
+}
+
+void nsrv_proc_put_kv_config(nsrv_proc_ctx_t *ctx) {
+    const char *ns = nsrv_proc_ext(ctx, "namespace");
+    const char *key = nsrv_proc_ext(ctx, "key");
+    if (!ns || !key) {
+        nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "namespace or key is null");
+        return;
+    }
+    reply_kv_changed(ctx, nsrv_kv_put(ctx->p->kv, ns, key, nsrv_proc_ext(ctx, "value")));
 }
 
 void nsrv_proc_get_kv_config(nsrv_proc_ctx_t *ctx) {
@@ -41,14 +45,7 @@ void nsrv_proc_get_kv_config(nsrv_proc_ctx_t *ctx) {
 void nsrv_proc_delete_kv_config(nsrv_proc_ctx_t *ctx) {
     const char *ns = nsrv_proc_ext(ctx, "namespace");
     const char *key = nsrv_proc_ext(ctx, "key");
-    int rc = nsrv_kv_delete(ctx->p->kv, ns ? ns : "", key ? key : "");
-    if (rc < 0) {
-        nsrv_log_error("KV", "persisting kv config failed: %s", strerror(-rc));
-        nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "persist kv config failed: %s",
-                              strerror(-rc));
-        return;
-    }
-    nsrv_proc_defer_until_durable(ctx, NSRV_DURABLE_KV, "kv config");
+    reply_kv_changed(ctx, nsrv_kv_delete(ctx->p->kv, ns ? ns : "", key ? key : ""));
 }
 
 void nsrv_proc_get_kv_list(nsrv_proc_ctx_t *ctx) {

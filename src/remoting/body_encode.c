@@ -14,14 +14,10 @@
 #include "nsrv/common.h"
 #include "nsrv/json.h"
 
-static void put_data_version(nsrv_buf_t *o, const nsrv_data_version_t *dv) {
-    nsrv_buf_append_c(o, "{\"counter\":");
-    nsrv_buf_append_i64(o, dv->counter);
-    nsrv_buf_append_c(o, ",\"stateVersion\":");
-    nsrv_buf_append_i64(o, dv->state_version);
-    nsrv_buf_append_c(o, ",\"timestamp\":");
-    nsrv_buf_append_i64(o, dv->timestamp);
-    nsrv_buf_append_ch(o, '}');
+/* Appends the member text (",\"key\":") and then the value. */
+static void put_num(nsrv_buf_t *o, const char *member, int64_t v) {
+    nsrv_buf_append_c(o, member);
+    nsrv_buf_append_i64(o, v);
 }
 
 static void put_str(nsrv_buf_t *o, const char *s) {
@@ -29,10 +25,21 @@ static void put_str(nsrv_buf_t *o, const char *s) {
     nsrv_json_write_str(o, s, strlen(s), NSRV_JSON_ESC_DEFAULT);
 }
 
+static void put_member_str(nsrv_buf_t *o, const char *member, const char *s) {
+    nsrv_buf_append_c(o, member);
+    put_str(o, s);
+}
+
+static void put_data_version(nsrv_buf_t *o, const nsrv_data_version_t *dv) {
+    put_num(o, "{\"counter\":", dv->counter);
+    put_num(o, ",\"stateVersion\":", dv->state_version);
+    put_num(o, ",\"timestamp\":", dv->timestamp);
+    nsrv_buf_append_ch(o, '}');
+}
+
 /* TopicQueueMappingInfo as fastjson writes it: alphabetical keys, bare currIdMap keys. */
 static void put_mapping(nsrv_buf_t *o, const nsrv_mapping_info_t *m) {
-    nsrv_buf_append_c(o, "{\"bname\":");
-    put_str(o, m->bname);
+    put_member_str(o, "{\"bname\":", m->bname);
     nsrv_buf_append_c(o, ",\"currIdMap\":{");
     for (size_t i = 0; i < m->n_curr_id; i++) {
         if (i)
@@ -42,16 +49,11 @@ static void put_mapping(nsrv_buf_t *o, const nsrv_mapping_info_t *m) {
         nsrv_buf_append_i64(o, m->curr_id_map[i].val);
     }
     nsrv_buf_append_c(o, m->dirty ? "},\"dirty\":true" : "},\"dirty\":false");
-    nsrv_buf_append_c(o, ",\"epoch\":");
-    nsrv_buf_append_i64(o, m->epoch);
-    if (m->scope) {
-        nsrv_buf_append_c(o, ",\"scope\":");
-        put_str(o, m->scope);
-    }
-    nsrv_buf_append_c(o, ",\"topic\":");
-    put_str(o, m->topic);
-    nsrv_buf_append_c(o, ",\"totalQueues\":");
-    nsrv_buf_append_i64(o, m->total_queues);
+    put_num(o, ",\"epoch\":", m->epoch);
+    if (m->scope)
+        put_member_str(o, ",\"scope\":", m->scope);
+    put_member_str(o, ",\"topic\":", m->topic);
+    put_num(o, ",\"totalQueues\":", m->total_queues);
     nsrv_buf_append_ch(o, '}');
 }
 
@@ -80,16 +82,11 @@ void nsrv_register_body_encode_json(const nsrv_register_body_t *b, nsrv_buf_t *o
         if (i)
             nsrv_buf_append_ch(out, ',');
         put_str(out, t->topic_name);
-        nsrv_buf_append_c(out, ":{\"attributes\":{},\"order\":false,\"perm\":");
-        nsrv_buf_append_i64(out, t->perm);
-        nsrv_buf_append_c(out, ",\"readQueueNums\":");
-        nsrv_buf_append_i64(out, t->read_queue_nums);
-        nsrv_buf_append_c(out, ",\"topicFilterType\":\"SINGLE_TAG\",\"topicName\":");
-        put_str(out, t->topic_name);
-        nsrv_buf_append_c(out, ",\"topicSysFlag\":");
-        nsrv_buf_append_i64(out, t->topic_sys_flag);
-        nsrv_buf_append_c(out, ",\"writeQueueNums\":");
-        nsrv_buf_append_i64(out, t->write_queue_nums);
+        put_num(out, ":{\"attributes\":{},\"order\":false,\"perm\":", t->perm);
+        put_num(out, ",\"readQueueNums\":", t->read_queue_nums);
+        put_member_str(out, ",\"topicFilterType\":\"SINGLE_TAG\",\"topicName\":", t->topic_name);
+        put_num(out, ",\"topicSysFlag\":", t->topic_sys_flag);
+        put_num(out, ",\"writeQueueNums\":", t->write_queue_nums);
         nsrv_buf_append_ch(out, '}');
     }
     nsrv_buf_append_c(out, "},\"topicQueueMappingDetailMap\":{},\"topicQueueMappingInfoMap\":{");
