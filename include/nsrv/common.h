@@ -60,6 +60,18 @@ int nsrv_fail(char *err, size_t err_len, int rc, const char *fmt, ...)
 #define NSRV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define NSRV_UNUSED(x) ((void)(x))
 
+/* Unlinks node from an intrusive doubly linked list: head is the list's first-element
+ * pointer (an lvalue), prevf/nextf the node's link fields. */
+#define NSRV_DLIST_UNLINK(head, node, prevf, nextf)                                                \
+    do {                                                                                           \
+        if ((node)->prevf)                                                                         \
+            (node)->prevf->nextf = (node)->nextf;                                                  \
+        else                                                                                       \
+            (head) = (node)->nextf;                                                                \
+        if ((node)->nextf)                                                                         \
+            (node)->nextf->prevf = (node)->prevf;                                                  \
+    } while (0)
+
 /* A contract on the caller; never use it on anything derived from input. */
 #define NSRV_REQUIRE(cond)                                                                         \
     do {                                                                                           \

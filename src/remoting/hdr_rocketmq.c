@@ -18,6 +18,29 @@ static int16_t load_i16(const uint8_t *p) {
 }
 
 /*
+ * A length-prefixed byte string: a signed big-endian length of width bytes (2
+ * or 4) that must not be negative, then that many bytes, all inside r.
+ */
+static int read_sized(nsrv_reader_t *r, int width, const uint8_t **p, size_t *n) {
+    int64_t len;
+    if (width == 2) {
+        uint16_t v;
+        if (nsrv_reader_be16(r, &v) != 0)
+            return NSRV_EHEADER;
+        len = (int16_t)v;
+    } else {
+        uint32_t v;
+        if (nsrv_reader_be32(r, &v) != 0)
+            return NSRV_EHEADER;
+        len = (int32_t)v;
+    }
+    if (len < 0 || nsrv_reader_bytes(r, (size_t)len, p) != 0)
+        return NSRV_EHEADER;
+    *n = (size_t)len;
+    return 0;
+}
+
+/*
  * Walks the map section m[0..len): entries of int16 keyLen, key, int32 valLen,
  * value, until len is used up. Every entry must lie wholly inside the section
  * and lengths must not be negative (Java throws on both). When fields is
@@ -28,32 +51,21 @@ static int16_t load_i16(const uint8_t *p) {
  */
 static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_field_t *fields,
                     size_t *n_out) {
-    size_t off = 0;
+    nsrv_reader_t r;
+    nsrv_reader_init(&r, m, len);
     size_t n = 0;
-    while (off < len) {
-        if (len - off < 2)
+    while (nsrv_reader_left(&r) > 0) {
+        const uint8_t *key, *val;
+        size_t klen, vlen;
+        if (read_sized(&r, 2, &key, &klen) != 0 || read_sized(&r, 4, &val, &vlen) != 0)
             return NSRV_EHEADER;
-        int16_t klen = load_i16(m + off);
-        off += 2;
-        if (klen < 0 || (size_t)klen > len - off)
-            return NSRV_EHEADER;
-        const uint8_t *key = m + off;
-        off += (size_t)klen;
-        if (len - off < 4)
-            return NSRV_EHEADER;
-        int32_t vlen = load_i32(m + off);
-        off += 4;
-        if (vlen < 0 || (size_t)vlen > len - off)
-            return NSRV_EHEADER;
-        const uint8_t *val = m + off;
-        off += (size_t)vlen;
         if (klen == 0 || vlen == 0)
             continue;
         if (fields) {
-            fields[n].key.ptr = nsrv_arena_strndup(arena, (const char *)key, (size_t)klen);
-            fields[n].key.len = (size_t)klen;
-            fields[n].val.ptr = nsrv_arena_strndup(arena, (const char *)val, (size_t)vlen);
-            fields[n].val.len = (size_t)vlen;
+            fields[n].key.ptr = nsrv_arena_strndup(arena, (const char *)key, klen);
+            fields[n].key.len = klen;
+            fields[n].val.ptr = nsrv_arena_strndup(arena, (const char *)val, vlen);
+            fields[n].val.len = vlen;
         }
         n++;
     }
@@ -69,29 +81,22 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
     int32_t version = load_i16(p + 3);
     int32_t opaque = load_i32(p + 5);
     int32_t flag = load_i32(p + 9);
-    int32_t remark_len = load_i32(p + 13);
-    size_t off = 17;
-    if (remark_len < 0 || (size_t)remark_len > len - off)
+    nsrv_reader_t r;
+    nsrv_reader_init(&r, p + 13, len - 13);
+    const uint8_t *remark, *map;
+    size_t remark_len, ext_len;
+    if (read_sized(&r, 4, &remark, &remark_len) != 0 || read_sized(&r, 4, &map, &ext_len) != 0)
         return NSRV_EHEADER;
-    const uint8_t *remark = p + off;
-    off += (size_t)remark_len;
-    if (len - off < 4)
-        return NSRV_EHEADER;
-    int32_t ext_len = load_i32(p + off);
-    off += 4;
-    if (ext_len < 0 || (size_t)ext_len > len - off)
-        return NSRV_EHEADER;
-    const uint8_t *map = p + off;
     /* Bytes after the map are ignored, as Java reads only what it needs. */
 
     size_t n_ext = 0;
-    int rc = walk_map(map, (size_t)ext_len, NULL, NULL, &n_ext);
+    int rc = walk_map(map, ext_len, NULL, NULL, &n_ext);
     if (rc < 0)
         return rc;
     nsrv_ext_field_t *ext = NULL;
     if (n_ext) {
         ext = nsrv_arena_alloc(arena, n_ext * sizeof *ext);
-        walk_map(map, (size_t)ext_len, arena, ext, &n_ext);
+        walk_map(map, ext_len, arena, ext, &n_ext);
     }
 
     out->code = code;
@@ -101,8 +106,7 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
     out->flag = flag;
     out->remark =
         remark_len > 0
-            ? (nsrv_str_t){nsrv_arena_strndup(arena, (const char *)remark, (size_t)remark_len),
-                           (size_t)remark_len}
+            ? (nsrv_str_t){nsrv_arena_strndup(arena, (const char *)remark, remark_len), remark_len}
             : NSRV_STR_NULL;
     out->has_ext = ext_len > 0;
     out->ext = ext;

@@ -249,12 +249,7 @@ void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, i
 void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd) {
     rt_topic_t *t = qd->topic;
     rt_bname_t *b = qd->bname;
-    if (qd->bprev)
-        qd->bprev->bnext = qd->bnext;
-    else
-        b->qd_head = qd->bnext;
-    if (qd->bnext)
-        qd->bnext->bprev = qd->bprev;
+    NSRV_DLIST_UNLINK(b->qd_head, qd, bprev, bnext);
     for (size_t i = 0; i < t->n_qds; i++) {
         if (t->qds[i] == qd) {
             memmove(&t->qds[i], &t->qds[i + 1], (t->n_qds - i - 1) * sizeof t->qds[0]);

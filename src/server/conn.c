@@ -90,12 +90,7 @@ static void drop_slots(nsrv_conn_t *c) {
 static void close_cb(uv_handle_t *h) {
     nsrv_conn_t *c = (nsrv_conn_t *)h;
     nsrv_server_t *srv = c->srv;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    NSRV_DLIST_UNLINK(srv->conns, c, prev, next);
     srv->n_conns--;
     nsrv_buf_deinit(&c->in);
     nsrv_free(c);

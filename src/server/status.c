@@ -58,12 +58,7 @@ static void status_close(status_conn_t *c) {
     if (uv_is_closing((uv_handle_t *)&c->tcp))
         return;
     nsrv_server_t *srv = c->srv;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        srv->status_list = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    NSRV_DLIST_UNLINK(srv->status_list, c, prev, next);
     srv->status_conns--;
     uv_close((uv_handle_t *)&c->tcp, status_close_cb);
 }
