@@ -112,7 +112,7 @@ def keygen(binary: str, path: Path, node_id: int, key_id: int = 1) -> str:
 
 
 def http_get(port: int, path: str, timeout: float = 5.0) -> Tuple[int, bytes]:
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=scaled(timeout))
     try:
         c.request("GET", path)
         r = c.getresponse()

@@ -28,11 +28,13 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from clusterlib import Node, percentile, poll_until
+from nsrvd_proc import timeout_mult
 from testenv import knob
 
 N_BROKERS = int(knob("NSRV_RESTART_BROKERS", "1000"))
 TOPICS = 20
 REPS = int(knob("NSRV_RESTART_REPS", "10"))
+SANITIZER_REPS = 3  # a sanitizer build (run-all-tests' cluster-asan stage) runs 3 of them
 NOGOSSIP_REPS = int(knob("NSRV_RESTART_NOGOSSIP_REPS", "1"))
 PERIOD_MS = 30000
 BOUND_S = 35.0
@@ -132,7 +134,8 @@ def test_restart_convergence(cluster_factory, sim_factory, results):
     status_samples: List[float] = []
     up_samples: List[float] = []
     pulls: List[Dict[str, int]] = []
-    for rep in range(REPS):
+    reps = REPS if timeout_mult() == 1 else min(REPS, SANITIZER_REPS)
+    for rep in range(reps):
         x = c.node(rep % 3 + 1)
         peers = [nd for nd in c.nodes if nd is not x]
         ref_set, ref_routes = reference(peers, topics)
@@ -161,7 +164,7 @@ def test_restart_convergence(cluster_factory, sim_factory, results):
     fig = {
         "brokers": N_BROKERS,
         "topics_per_broker": TOPICS,
-        "reps": REPS,
+        "reps": reps,
         "converged_s": [round(s, 3) for s in samples],
         "status_equal_s": [round(s, 3) for s in status_samples],
         "status_endpoint_up_s": [round(s, 3) for s in up_samples],
