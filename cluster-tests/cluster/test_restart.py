@@ -224,7 +224,10 @@ def test_restart_convergence(cluster_factory, sim_factory, results):
             },
         )
 
-    assert fig["p99_s"] <= P99_TARGET_S, f"restart convergence p99 {fig['p99_s']}s > {P99_TARGET_S}s: {samples}"
+    # The 2 s target is a speed figure of the optimised build; a sanitizer build (several
+    # times slower) is held to convergence within BOUND_S above, which checks the same code.
+    if timeout_mult() == 1:
+        assert fig["p99_s"] <= P99_TARGET_S, f"restart convergence p99 {fig['p99_s']}s > {P99_TARGET_S}s: {samples}"
     for k in known2:
         # The comparison is meaningful only if, without gossip, the node really was incomplete.
         assert k < N_BROKERS // 2, f"without gossip the node already knew {k} brokers after 2 s"
