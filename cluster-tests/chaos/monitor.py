@@ -43,6 +43,7 @@ class Sighting:
 class Snapshot:
     t: float
     sets: Dict[int, FrozenSet[Tuple[str, int]]]  # node -> {(addr, dataVersion counter)}
+    names: Dict[int, FrozenSet[str]] = field(default_factory=dict)  # node -> broker names
 
 
 class StatusMonitor:
@@ -118,7 +119,9 @@ class StatusMonitor:
                     n: frozenset((b["brokerAddr"], b["dataVersion"]["counter"]) for b in v["status"]["brokers"])
                     for n, v in self.latest.items()
                 }
-                self.snapshots.append(Snapshot(time.monotonic(), sets))
+                names = {n: frozenset(b["brokerName"] for b in v["status"]["brokers"])
+                         for n, v in self.latest.items()}
+                self.snapshots.append(Snapshot(time.monotonic(), sets, names))
             time.sleep(self.interval)
 
     # ------------------------------------------------------------------ queries
@@ -136,6 +139,23 @@ class StatusMonitor:
     def violations_between(self, t0: float, t1: float) -> List[Sighting]:
         with self.lock:
             return [v for v in self.violations if t0 <= v.t <= t1]
+
+    def settled_at(self, since: float, nodes: int, expected) -> Optional[float]:
+        """The first snapshot time after ``since`` from which every later snapshot shows
+        ``nodes`` nodes with one and the same broker set holding every expected broker; None
+        if the last one does not."""
+        want = frozenset(expected)
+        with self.lock:
+            snaps = [s for s in self.snapshots if s.t >= since]
+        first = None
+        for s in snaps:
+            if (len(s.sets) == nodes and len(set(s.sets.values())) == 1
+                    and all(want <= ns for ns in s.names.values())):
+                if first is None:
+                    first = s.t
+            else:
+                first = None
+        return first
 
     def disagreement(self, t0: float, t1: float) -> float:
         """Seconds in [t0, t1] during which the reachable nodes' broker sets differed."""
@@ -212,7 +232,8 @@ class RoutePoller:
             kind = "timeout" if isinstance(e, socket.timeout) else "conn"
             if sent:
                 self.unanswered.append((t, f"{type(e).__name__}: {e}"))
-            self.errors.append(RouteError(t, nd.id, broker, kind))
+            # timed when it is seen: a request sent just before a kill fails just after it
+            self.errors.append(RouteError(time.monotonic(), nd.id, broker, kind))
             self._drop()
             return
         if r.code != ResponseCode.SUCCESS:
