@@ -8,14 +8,7 @@
 #include <string.h>
 
 #include "nsrv/seal.h"
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #cond);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "fuzz_check.h"
 
 /* The test-vector key whose seed is the 32 bytes first, first + 1, ... */
 static inline void fuzz_key(uint8_t first, uint8_t pk[NSRV_SEAL_PK_LEN],

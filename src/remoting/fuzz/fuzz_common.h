@@ -12,14 +12,7 @@
 #include <string.h>
 
 #include "nsrv/remoting.h"
-
-#define FUZZ_CHECK(cond)                                                                           \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, #cond);          \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "fuzz_check.h"
 
 static inline bool fuzz_str_same(nsrv_str_t a, nsrv_str_t b) {
     return nsrv_str_eq(a, b);

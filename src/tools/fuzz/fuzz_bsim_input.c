@@ -13,14 +13,7 @@
 #include "nsrv/alloc.h"
 #include "nsrv/remoting.h"
 #include "bsim_int.h"
-
-#define FUZZ_CHECK(c)                                                                              \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                  \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "fuzz_check.h"
 
 /* A small cap so the corpus reaches the oversize-prefix path cheaply. */
 #define FUZZ_MAX_FRAME 4096
