@@ -186,3 +186,24 @@ def test_status_request_must_complete_within_timeout(node):
         assert s.recv(1) == b""
         assert 1.5 <= time.monotonic() - t < scaled(4)
     assert metrics(node)["nsrvd_status_timeouts_total"] >= 1
+
+
+@pytest.mark.nsrvd_config(totalInputLimitBytes=1048576)
+def test_total_input_limit_resets_the_connection_holding_most(node, connect):
+    """Clients that send most of a large frame and never finish it: the node buffers what they
+    sent; past totalInputLimitBytes the connection holding the most is reset."""
+    healthy = NamesrvClient(connect(node))
+    senders = []
+    for sent in (100000, 300000, 700000):
+        c = connect(node)
+        c.sock.sendall(struct.pack(">iI", 2000000, 16) + b"x" * sent)
+        senders.append(c)
+        time.sleep(0.3)
+    wait_until(lambda: any(closed_by_server(c.sock) for c in senders), scaled(3),
+               msg="no partial-request holder was reset")
+    assert closed_by_server(senders[2].sock), "the largest holder is the one reset"
+    assert not closed_by_server(senders[0].sock)
+    m = metrics(node)
+    assert m["nsrvd_input_limit_resets_total"] >= 1 and m["nsrvd_input_buffered_bytes"] <= 1048576, m
+    assert_code(healthy.cluster_info(), 0)
+    assert "totalInputLimitBytes=1048576 reached" in node.output()

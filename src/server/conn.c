@@ -104,6 +104,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     c->closing = true;
     nsrv_server_t *srv = c->srv;
     srv->out_queued_bytes -= c->out_pending; /* the close drops them */
+    nsrv__conn_input_changed(c);             /* and its input buffer */
     HASH_DEL(srv->conn_by_id, c);
     /* Connections we close while shutting down say nothing about the brokers: keep
      * their routes so requests still draining on other connections see the same table. */
@@ -305,6 +306,7 @@ static void conn_process(nsrv_conn_t *c) {
     if (c->in_off == c->in.len) {
         c->in_off = 0;
         nsrv_buf_deinit(&c->in);
+        nsrv__conn_input_changed(c);
     } else if (c->in_off > c->in.cap / 2) {
         memmove(c->in.data, c->in.data + c->in_off, c->in.len - c->in_off);
         c->in.len -= c->in_off;
@@ -355,6 +357,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         c->in.len += (size_t)nread;
         conn_process(c);
     }
+    if (!c->closing)
+        nsrv__conn_input_changed(c);
     if (!c->closing && c->srv->shutting_down)
         nsrv__conn_maybe_finish(c);
 }

@@ -16,6 +16,9 @@
  *    holding the most is the one least likely to be reading (each connection
  *    already stops being read at connOutputLimitBytes), and a healthy client's
  *    small queue is never the largest.
+ *  - totalInputLimitBytes: the same for the buffers of partial requests (each
+ *    up to maxFrameLength), so many clients sending large frames slowly cannot
+ *    make the node hold maxConnections x maxFrameLength.
  *
  * Each limit hit is counted (status page, /metrics) and logged at most every
  * LOG_EVERY_MS with the count since the last line. Loop thread only.
@@ -141,6 +144,41 @@ void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes) {
         worst->reset_on_close = true;
         srv->trim_due = true;
         nsrv__conn_close(worst, "totalOutputLimitBytes reached");
+    }
+}
+
+static nsrv_conn_t *holding_most_input(nsrv_server_t *srv) {
+    nsrv_conn_t *worst = NULL;
+    for (nsrv_conn_t *c = srv->conns; c; c = c->next)
+        if (!c->closing && c->in_counted > 0 && (!worst || c->in_counted > worst->in_counted))
+            worst = c;
+    return worst;
+}
+
+void nsrv__conn_input_changed(nsrv_conn_t *c) {
+    nsrv_server_t *srv = c->srv;
+    size_t now = c->closing ? 0 : c->in.cap;
+    srv->in_buffered_bytes = srv->in_buffered_bytes - c->in_counted + now;
+    c->in_counted = now;
+    uint64_t cap = (uint64_t)srv->cfg->total_input_limit_bytes;
+    while (srv->in_buffered_bytes > cap) {
+        nsrv_conn_t *worst = holding_most_input(srv);
+        if (!worst)
+            break;
+        srv->input_shed_total++;
+        srv->in_shed_since_log++;
+        if (log_due(&srv->in_shed_logged_ms, nsrv_now_mono_ms())) {
+            nsrv_log_warn("SERVER",
+                          "totalInputLimitBytes=%" PRId64 " reached: %" PRIu64
+                          " connection(s) holding the largest partial request reset (%" PRIu64
+                          " in all), latest '%s' with %zu bytes",
+                          srv->cfg->total_input_limit_bytes, srv->in_shed_since_log,
+                          srv->input_shed_total, worst->peer, worst->in_counted);
+            srv->in_shed_since_log = 0;
+        }
+        worst->reset_on_close = true;
+        srv->trim_due = true;
+        nsrv__conn_close(worst, "totalInputLimitBytes reached"); /* uncounts its buffer */
     }
 }
 

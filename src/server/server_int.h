@@ -43,6 +43,7 @@ typedef struct nsrv_conn {
     size_t out_pending;        /* reply bytes handed to libuv and not yet written */
     uint64_t out_queued_total; /* reply bytes ever handed to uv_write (conn_hygiene.c) */
     uint64_t out_drained_seen; /* of those, written by libuv at the last idle sweep */
+    size_t in_counted;         /* in.cap as last added to srv->in_buffered_bytes */
     uint64_t last_active_ms;   /* last byte read or reply byte written */
     nsrv_reply_slot_t *slots, *slots_tail; /* deferred replies, oldest first */
     size_t n_slots;
@@ -91,11 +92,14 @@ struct nsrv_server {
     uint64_t bad_frames_total;
     /* Connection hygiene (conn_hygiene.c). */
     size_t out_queued_bytes;      /* reply bytes queued across all open connections */
+    size_t in_buffered_bytes;     /* partial-request buffer bytes across all open connections */
     uint64_t conns_refused_total; /* accepted and closed at maxConnections */
     uint64_t conns_stalled_total; /* closed: queued replies not drained for the idle time */
     uint64_t output_shed_total;   /* closed: held the most output past totalOutputLimitBytes */
+    uint64_t input_shed_total;    /* closed: held the most input past totalInputLimitBytes */
     uint64_t refused_logged_ms, shed_logged_ms; /* rate limit of the log lines */
     uint64_t refused_since_log, shed_since_log;
+    uint64_t in_shed_logged_ms, in_shed_since_log;
     bool trim_due; /* replies of closed stuck connections were freed: give the pages back */
     /* Status endpoint (status.c). */
     uv_tcp_t status_listener;
@@ -146,6 +150,9 @@ void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms);
 void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes);
 /* Accounts reply bytes written (or dropped at close) on c. */
 void nsrv__conn_output_done(nsrv_conn_t *c, size_t bytes);
+/* Accounts c's partial-request buffer after it changed (or c closed), then enforces
+ * totalInputLimitBytes. */
+void nsrv__conn_input_changed(nsrv_conn_t *c);
 
 /* status.c: binds the status endpoint when statusPort != 0. Returns 0 or a uv error. */
 int nsrv__status_start(nsrv_server_t *srv);

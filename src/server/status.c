@@ -192,12 +192,16 @@ static void build_metrics(nsrv_server_t *srv, nsrv_buf_t *b) {
                     "nsrvd_connections_stalled_total %" PRIu64 "\n"
                     "# TYPE nsrvd_output_limit_resets_total counter\n"
                     "nsrvd_output_limit_resets_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_input_buffered_bytes gauge\nnsrvd_input_buffered_bytes %zu\n"
+                    "# TYPE nsrvd_input_limit_resets_total counter\n"
+                    "nsrvd_input_limit_resets_total %" PRIu64 "\n"
                     "# TYPE nsrvd_status_timeouts_total counter\n"
                     "nsrvd_status_timeouts_total %" PRIu64 "\n"
                     "# TYPE nsrvd_status_evicted_total counter\n"
                     "nsrvd_status_evicted_total %" PRIu64 "\n",
                     srv->out_queued_bytes, srv->conns_refused_total, srv->conns_stalled_total,
-                    srv->output_shed_total, srv->status_timeouts_total, srv->status_evicted_total);
+                    srv->output_shed_total, srv->in_buffered_bytes, srv->input_shed_total,
+                    srv->status_timeouts_total, srv->status_evicted_total);
     if (srv->gossip_metrics)
         srv->gossip_metrics(srv->gossip_status_ud, b);
 }

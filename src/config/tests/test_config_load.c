@@ -83,6 +83,7 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "connOutputLimitBytes=4194304";
     lines[n++] = "maxConnections=10000";
     lines[n++] = "totalOutputLimitBytes=536870912";
+    lines[n++] = "totalInputLimitBytes=536870912";
     lines[n++] = "registerMaxTopics=200000";
     lines[n++] = "registerMaxDecodedBytes=268435456";
     static const char *const nsrvd_keys[] = {"statusAddress=127.0.0.1",
@@ -195,10 +196,10 @@ static void test_home_paths(void **state) {
 static void test_key_table(void **state) {
     (void)state;
     /* 40 Java keys (§2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
-     * maxConnections, totalOutputLimitBytes, registerMaxTopics, registerMaxDecodedBytes,
-     * 2 status keys and 13 gossip keys. */
-    assert_int_equal(nsrv_config_key_count(), 62);
-    assert_null(nsrv_config_key_name(62));
+     * maxConnections, totalOutputLimitBytes, totalInputLimitBytes, registerMaxTopics,
+     * registerMaxDecodedBytes, 2 status keys and 13 gossip keys. */
+    assert_int_equal(nsrv_config_key_count(), 63);
+    assert_null(nsrv_config_key_name(63));
     assert_int_equal(nsrv_config_key_flags("kvConfigPath"), NSRV_CONFIG_PATH);
     assert_int_equal(nsrv_config_key_flags("configBlackList"), NSRV_CONFIG_NOUPDATE);
     assert_int_equal(nsrv_config_key_flags("enableAllTopicList"), NSRV_CONFIG_RUNTIME);
