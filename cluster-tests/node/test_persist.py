@@ -127,3 +127,27 @@ def test_config_update_reply_comes_after_the_properties_file_is_written(nsrvd, c
     assert [r.opaque for r in got] == [q.opaque for q in reqs]
     assert all(r.code == 0 for r in got), got
     assert "productEnvName=env19" in nsrvd.config_path.read_text(encoding="utf-8")
+
+
+def test_oneway_write_is_applied_and_written_without_a_reply(nsrvd, connect):
+    c = connect(nsrvd)
+    c.oneway(RequestCode.PUT_KV_CONFIG, {"namespace": "ONE", "key": "quiet", "value": "q"})
+    put = c.build(RequestCode.PUT_KV_CONFIG, {"namespace": "ONE", "key": "loud", "value": "l"})
+    get = c.build(RequestCode.GET_KV_CONFIG, {"namespace": "ONE", "key": "quiet"})
+    c.send_many([put, get])
+    first, second = c.recv(timeout=scaled(10)), c.recv(timeout=scaled(10))
+    # No reply for the oneway write: the first frame back answers the PUT after it.
+    assert (first.opaque, first.code) == (put.opaque, 0)
+    assert second.opaque == get.opaque and second.ext["value"] == "q"
+    # Both writes were in memory before the second one's write began, so it carried both.
+    assert _kv_file(nsrvd)["configTable"]["ONE"] == {"quiet": "q", "loud": "l"}
+
+
+def test_failed_config_write_is_reported_after_the_writer_tries(nsrvd, connect):
+    # The config store is the -c file; once the server runs it becomes a directory.
+    nsrvd.config_path.unlink()
+    nsrvd.config_path.mkdir()
+    (nsrvd.config_path / "keep").write_text("x")
+    c = connect(nsrvd)
+    r = c.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"productEnvName=changed\n")
+    assert r.code == 1 and r.remark == "persist config failed: Is a directory", r
