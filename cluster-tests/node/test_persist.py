@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import signal
 import time
+import urllib.request
 
 import pytest
 
 from kv_stall import measure
-from nsrvd_proc import scaled
+from nsrvd_proc import free_port, scaled
 from rmq import RequestCode
 
 # A 256 KiB big value and 300 entries: on the code that wrote inline each write took several ms
@@ -151,3 +152,30 @@ def test_failed_config_write_is_reported_after_the_writer_tries(nsrvd, connect):
     c = connect(nsrvd)
     r = c.request(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"productEnvName=changed\n")
     assert r.code == 1 and r.remark == "persist config failed: Is a directory", r
+
+
+def _metrics(port) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=scaled(5)) as r:
+        text = r.read().decode()
+    return {k: int(v) for k, v in (ln.split(" ", 1) for ln in text.splitlines() if ln and not ln.startswith("#"))
+            if v.strip().isdigit()}
+
+
+def test_group_commit_and_batch_budget_show_in_metrics(nsrvd_factory, connect):
+    port = free_port()
+    srv = nsrvd_factory({"statusPort": port, "statusAddress": "127.0.0.1"})
+    c = connect(srv, timeout=scaled(20))
+    reqs = [c.build(RequestCode.PUT_KV_CONFIG, {"namespace": "GC", "key": f"k{i}", "value": "x" * 4096})
+            for i in range(500)]
+    got = c.pipeline(reqs, timeout=scaled(20))
+    assert all(r.code == 0 for r in got.values())
+    m = _metrics(port)
+    assert m["nsrvd_durable_write_requests_total"] == 500
+    # Requests that arrive during a write share the next one: far fewer writes than requests.
+    assert 1 <= m["nsrvd_durable_writes_total"] < 250, m
+    assert m["nsrvd_replies_pending"] == 0
+    # 5000 pipelined queries are more than one batch may run: the connection yields.
+    queries = [c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "NoSuchTopic"}) for _ in range(5000)]
+    got = c.pipeline(queries, timeout=scaled(20))
+    assert len(got) == 5000
+    assert _metrics(port)["nsrvd_read_batch_yields_total"] >= 1

@@ -250,6 +250,7 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
         if (rc == 0 && frames > 0 &&
             (frames >= BATCH_MAX_FRAMES || uv_hrtime() - start_ns >= BATCH_MAX_NS)) {
             c->yielded = true; /* a whole frame waits: it runs on the next loop turn */
+            srv->batch_yields_total++;
             break;
         }
         if (rc < 0) {
@@ -468,11 +469,12 @@ nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id
         c->slots = s;
     c->slots_tail = s;
     c->n_slots++;
+    srv->replies_pending++;
     return s;
 }
 
 void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp) {
-    (void)srv;
+    srv->replies_pending--;
     nsrv_conn_t *c = slot->conn;
     if (!c) {
         slot_free(slot);

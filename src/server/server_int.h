@@ -76,8 +76,10 @@ struct nsrv_server {
     uv_idle_t resume; /* continues connections that yielded their batch */
     /* Durable writes off the loop (durable.c). */
     nsrv_writer_t *writer;
-    nsrv_wfile_t *kv_wfile;     /* NULL: no kvConfigPath */
-    nsrv_wfile_t *config_wfile; /* NULL: no configStorePath */
+    nsrv_wfile_t *kv_wfile;      /* NULL: no kvConfigPath */
+    nsrv_wfile_t *config_wfile;  /* NULL: no configStorePath */
+    size_t replies_pending;      /* reserved reply slots not yet filled */
+    uint64_t batch_yields_total; /* read batches cut at their budget */
     uv_signal_t sig_term, sig_int, sig_hup;
     nsrv_conn_t *conns; /* list head */
     nsrv_conn_t *conn_by_id;

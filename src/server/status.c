@@ -23,6 +23,7 @@
 #include "nsrv/log.h"
 #include "nsrv/netaddr.h"
 #include "nsrv/route.h"
+#include "nsrv/writer.h"
 #include "server_int.h"
 
 /* Enough for monitoring; past it the oldest silent connection makes room. */
@@ -202,6 +203,18 @@ static void build_metrics(nsrv_server_t *srv, nsrv_buf_t *b) {
                     srv->out_queued_bytes, srv->conns_refused_total, srv->conns_stalled_total,
                     srv->output_shed_total, srv->in_buffered_bytes, srv->input_shed_total,
                     srv->status_timeouts_total, srv->status_evicted_total);
+    /* Durable writes (README "Persistence"): requests per write shows the group commit. */
+    nsrv_buf_printf(b,
+                    "# TYPE nsrvd_durable_writes_total counter\n"
+                    "nsrvd_durable_writes_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_durable_write_requests_total counter\n"
+                    "nsrvd_durable_write_requests_total %" PRIu64 "\n"
+                    "# TYPE nsrvd_replies_pending gauge\nnsrvd_replies_pending %zu\n"
+                    "# TYPE nsrvd_read_batch_yields_total counter\n"
+                    "nsrvd_read_batch_yields_total %" PRIu64 "\n",
+                    srv->writer ? nsrv_writer_writes(srv->writer) : 0,
+                    srv->writer ? nsrv_writer_requests(srv->writer) : 0, srv->replies_pending,
+                    srv->batch_yields_total);
     if (srv->gossip_metrics)
         srv->gossip_metrics(srv->gossip_status_ud, b);
 }
