@@ -71,6 +71,19 @@ int nsrv_json_parse(nsrv_arena_t *arena, const char *text, size_t len, nsrv_json
 int nsrv_json_parse_max(nsrv_arena_t *arena, const char *text, size_t len, size_t max_bytes,
                         nsrv_json_t **root, char *err, size_t err_len);
 
+/*
+ * Every string in the tree (keys and values) is valid UTF-8: ill-formed bytes
+ * in the source are replaced by U+FFFD as Java's decoder replaces them
+ * (include/nsrv/utf8.h), and a lone surrogate escape (\uD800) decodes to
+ * U+FFFD. A string holding U+0000 (raw or \u0000) is refused (NSRV_EJSON,
+ * "NUL character") because names are C strings throughout nsrvd and a cut
+ * name would alias another one (README, "Names and text"); callers that check
+ * NULs themselves, to answer with a clearer error, pass NSRV_JSON_KEEP_NUL.
+ */
+#define NSRV_JSON_KEEP_NUL 1u
+int nsrv_json_parse_opts(nsrv_arena_t *arena, const char *text, size_t len, unsigned flags,
+                         nsrv_json_t **root, char *err, size_t err_len);
+
 /* Object member lookup by exact key; NULL if obj is not an object or key absent. */
 const nsrv_json_t *nsrv_json_get(const nsrv_json_t *obj, const char *key);
 
@@ -97,6 +110,7 @@ typedef enum {
  * Appends s[0..len) as a quoted JSON string. In both modes '"' and '\\' are
  * escaped, \b \f \n \r \t use short forms, other control chars and DEL (0x7F)
  * and U+2028/U+2029 become \u00XX / \u2028 (uppercase hex digits).
- * Invalid UTF-8 bytes are written as \uFFFD in BROWSER mode and raw in DEFAULT.
+ * Each ill-formed UTF-8 subpart is written as U+FFFD (\uFFFD in BROWSER mode),
+ * so the output is valid UTF-8 whatever s holds.
  */
 void nsrv_json_write_str(nsrv_buf_t *out, const char *s, size_t len, nsrv_json_esc_t mode);

@@ -73,7 +73,10 @@ typedef struct {
     bool has_ext;
     /* Keys and values are NUL-terminated after decode. JSON null values and
      * binary zero-length keys/values are dropped (= absent). Duplicate keys
-     * are kept in wire order; nsrv_cmd_ext returns the last, like a HashMap. */
+     * are kept in wire order; nsrv_cmd_ext returns the last, like a HashMap.
+     * Decoded strings (these and the remark) are valid UTF-8: ill-formed
+     * bytes become U+FFFD as in Java's decoder. They may still contain a NUL
+     * (U+0000), which nsrv_cmd_find_nul finds so that it can be refused. */
     nsrv_ext_field_t *ext;
     size_t n_ext;
     const uint8_t *body; /* points into the frame; NULL/0 = no body */
@@ -112,6 +115,13 @@ int nsrv_cmd_decode(const uint8_t *frame, size_t frame_len, nsrv_arena_t *arena,
  *         With duplicate keys the last one wins.
  */
 nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key);
+
+/**
+ * The first ext field whose key or value contains a NUL byte, or NULL.
+ * nsrvd handles names as C strings, so such a request is refused rather
+ * than served with a name cut short (README, "Names and text").
+ */
+const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd);
 
 /**
  * Appends the whole frame (length prefix included) of cmd, serialized with

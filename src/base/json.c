@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nsrv/common.h"
+#include "nsrv/utf8.h"
 
 typedef struct {
     nsrv_arena_t *arena;
@@ -24,6 +25,7 @@ typedef struct {
     uint32_t nodes;
     size_t arena_start; /* arena->allocated when the parse began */
     size_t max_bytes;
+    unsigned flags; /* NSRV_JSON_KEEP_NUL */
 } parser_t;
 
 static int fail(parser_t *ps, const char *what) {
@@ -102,6 +104,21 @@ static const char *find_quote_or_escape(const char *p, const char *end, char quo
     return b ? b : q;
 }
 
+/*
+ * The decoded string s[0..n) becomes the node's text: refused if it holds a
+ * NUL (unless the caller keeps them), and ill-formed UTF-8 from the source
+ * bytes is replaced by U+FFFD as Java's decoder does (include/nsrv/utf8.h),
+ * so the tree holds only valid UTF-8. Escapes always decode to whole code
+ * points, so replacing after unescaping gives what Java gets by decoding the
+ * bytes first.
+ */
+static int finish_string(parser_t *ps, const char *s, size_t n, const char **out, size_t *out_len) {
+    if (!(ps->flags & NSRV_JSON_KEEP_NUL) && memchr(s, '\0', n))
+        return fail(ps, "NUL character (U+0000) in a string");
+    *out = nsrv_utf8_arena_dup(ps->arena, s, n, out_len);
+    return 0;
+}
+
 /* Parses a quoted string (double or single quotes); the decoded text never
  * exceeds the source length, so one arena block of that size suffices. */
 static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
@@ -112,10 +129,8 @@ static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
     if (ps->p >= ps->end)
         return fail(ps, "unterminated string");
     if (*ps->p == quote) {
-        *out_len = (size_t)(ps->p - s);
-        *out = nsrv_arena_strndup(ps->arena, s, *out_len);
         ps->p++;
-        return 0;
+        return finish_string(ps, s, (size_t)(ps->p - 1 - s), out, out_len);
     }
     /* Slow path: decode escapes; output is never longer than the input. */
     size_t cap = (size_t)(ps->end - s) + 1;
@@ -179,10 +194,7 @@ static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
     if (ps->p >= ps->end)
         return fail(ps, "unterminated string");
     ps->p++;
-    d[n] = '\0';
-    *out = d;
-    *out_len = n;
-    return 0;
+    return finish_string(ps, d, n, out, out_len);
 }
 
 static bool is_ident_char(char c) {
@@ -357,19 +369,33 @@ static int parse_value(parser_t *ps, nsrv_json_t **out, int depth) {
     return 0;
 }
 
+static int parse_doc(nsrv_arena_t *arena, const char *text, size_t len, unsigned flags,
+                     size_t max_bytes, nsrv_json_t **root, char *err, size_t err_len);
+
 int nsrv_json_parse(nsrv_arena_t *arena, const char *text, size_t len, nsrv_json_t **root,
                     char *err, size_t err_len) {
-    return nsrv_json_parse_max(arena, text, len, SIZE_MAX, root, err, err_len);
+    return parse_doc(arena, text, len, 0, SIZE_MAX, root, err, err_len);
 }
 
 int nsrv_json_parse_max(nsrv_arena_t *arena, const char *text, size_t len, size_t max_bytes,
                         nsrv_json_t **root, char *err, size_t err_len) {
+    return parse_doc(arena, text, len, 0, max_bytes, root, err, err_len);
+}
+
+int nsrv_json_parse_opts(nsrv_arena_t *arena, const char *text, size_t len, unsigned flags,
+                         nsrv_json_t **root, char *err, size_t err_len) {
+    return parse_doc(arena, text, len, flags, SIZE_MAX, root, err, err_len);
+}
+
+static int parse_doc(nsrv_arena_t *arena, const char *text, size_t len, unsigned flags,
+                     size_t max_bytes, nsrv_json_t **root, char *err, size_t err_len) {
     if (len > UINT32_MAX) {
         if (err && err_len)
             snprintf(err, err_len, "document too large");
         return NSRV_EJSON;
     }
-    parser_t ps = {arena, text, text + len, text, err, err_len, 0, arena->allocated, max_bytes};
+    parser_t ps = {arena,   text, text + len,       text,      err,
+                   err_len, 0,    arena->allocated, max_bytes, flags};
     nsrv_json_t *v;
     /* Skip a UTF-8 BOM, which Java's readers tolerate. */
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
@@ -475,40 +501,6 @@ static void put_u_escape(nsrv_buf_t *out, unsigned cp) {
     nsrv_buf_append(out, e, 6);
 }
 
-/* Decodes one UTF-8 sequence; returns its length or 0 if invalid. */
-static size_t utf8_decode(const unsigned char *s, size_t left, unsigned *cp) {
-    unsigned c = s[0];
-    size_t n;
-    unsigned v;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if ((c & 0xE0) == 0xC0) {
-        n = 2;
-        v = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-        n = 3;
-        v = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-        n = 4;
-        v = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (left < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    static const unsigned min_for_len[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < min_for_len[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return n;
-}
-
 void nsrv_json_write_str(nsrv_buf_t *out, const char *s, size_t len, nsrv_json_esc_t mode) {
     const unsigned char *p = (const unsigned char *)s;
     nsrv_buf_reserve(out, len + 2);
@@ -561,14 +553,16 @@ void nsrv_json_write_str(nsrv_buf_t *out, const char *s, size_t len, nsrv_json_e
             i++;
             continue;
         }
-        unsigned cp;
-        size_t n = utf8_decode(p + i, len - i, &cp);
+        uint32_t cp;
+        size_t bad = 1;
+        size_t n = nsrv_utf8_next(p + i, len - i, &cp, &bad);
         if (n == 0) {
+            /* Output is always valid UTF-8: one U+FFFD per ill-formed subpart. */
             if (mode == NSRV_JSON_ESC_BROWSER)
                 put_u_escape(out, 0xFFFD);
             else
-                nsrv_buf_append(out, p + i, 1);
-            i++;
+                nsrv_buf_append(out, NSRV_UTF8_REPLACEMENT, 3);
+            i += bad;
             continue;
         }
         if (cp == 0x2028 || cp == 0x2029) {

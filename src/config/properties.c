@@ -14,6 +14,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
+#include "nsrv/utf8.h"
 
 /* FNV-1a: uthash's default Jenkins hash has unannotated switch fall-throughs
  * that clang's -Wimplicit-fallthrough rejects. */
@@ -318,8 +319,10 @@ static int load_convert(const char *s, size_t begin, size_t end, nsrv_buf_t *out
     return 0;
 }
 
+/* Keys and values are stored as valid UTF-8 (ill-formed bytes become U+FFFD),
+ * since GET_NAMESRV_CONFIG and the persisted file echo them. */
 static char *buf_take_str(nsrv_buf_t *b) {
-    return b->data ? nsrv_strndup(b->data, b->len) : nsrv_strdup("");
+    return b->data ? nsrv_utf8_dup(b->data, b->len, NULL) : nsrv_strdup("");
 }
 
 int nsrv_props_parse(const char *text, size_t len, nsrv_props_t *out, char *err, size_t errlen) {

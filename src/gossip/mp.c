@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "nsrv/utf8.h"
+
 #include <msgpack.h>
 
 static int buf_write_cb(void *data, const char *p, size_t len) {
@@ -223,6 +225,11 @@ static int read_len(nsrv__mp_r_t *r, bool raw, size_t *n) {
 int nsrv__mp_r_str(nsrv__mp_r_t *r, nsrv_str_t *s, size_t max) {
     size_t n;
     if (read_len(r, false, &n) != 0 || n > max)
+        return -EPROTO;
+    /* msgpack str is UTF-8, and our names hold no NUL: a peer's string that
+     * breaks either rule could not have come from a request we accepted. */
+    const char *p = (const char *)(r->p + r->off);
+    if (memchr(p, '\0', n) || !nsrv_utf8_valid(p, n))
         return -EPROTO;
     s->ptr = (const char *)(r->p + r->off);
     s->len = n;

@@ -116,7 +116,10 @@ int nsrv__kv_load_text(nsrv_kv_t *kv, const char *text, size_t len, char *err, s
     nsrv_arena_init(&arena, PARSE_ARENA_CHUNK);
     nsrv_kv_ns_t *table = NULL;
     nsrv_json_t *root = NULL;
-    int rc = nsrv_json_parse(&arena, text, len, &root, err, err_len);
+    /* The table is length-carrying: a NUL in a file written by a Java
+     * NameServer is kept exactly (requests cannot name such an entry, as
+     * they refuse NUL, but listing and persisting keep it intact). */
+    int rc = nsrv_json_parse_opts(&arena, text, len, NSRV_JSON_KEEP_NUL, &root, err, err_len);
     if (rc == 0)
         rc = build_table(root, &table, err, err_len);
     if (rc == 0)

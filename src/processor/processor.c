@@ -14,6 +14,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/text.h"
+#include "nsrv/utf8.h"
 #include "proc_int.h"
 
 nsrv_processor_t *nsrv_processor_create(struct nsrv_config *cfg, nsrv_route_t *rt, nsrv_kv_t *kv,
@@ -102,6 +103,17 @@ bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t 
     nsrv_proc_init_response(req, resp);
     nsrv_buf_reset(body_out);
     nsrv_proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms, false};
+    const nsrv_ext_field_t *nul = nsrv_cmd_find_nul(req);
+    if (nul) {
+        /* Names are C strings here: serving "a\0b" as "a" would let two
+         * distinct names share state, so every path refuses NUL alike. */
+        bool in_key = memchr(nul->key.ptr, '\0', nul->key.len) != NULL;
+        nsrv_proc_set_remarkf(&ctx, NSRV_RESP_SYSTEM_ERROR,
+                              "invalid request: the %s of extFields entry \"%s\" contains a NUL "
+                              "character (U+0000), which names and values may not contain",
+                              in_key ? "key" : "value", nul->key.ptr);
+        return false;
+    }
     nsrv_proc_handler_t h = nsrv__processor_find_handler(req->code);
     if (h) {
         h(&ctx);
@@ -133,19 +145,31 @@ void nsrv_proc_set_code(nsrv_proc_ctx_t *ctx, int32_t code, const char *remark) 
     ctx->resp->remark = remark ? nsrv_str_c(remark) : NSRV_STR_NULL;
 }
 
+/* Remarks echo request strings; a bound keeps a 16 MiB topic name out of replies. */
+#define PROC_REMARK_MAX 1023
+
 void nsrv_proc_set_remarkf(nsrv_proc_ctx_t *ctx, int32_t code, const char *fmt, ...) {
-    char tmp[1024];
-    va_list ap;
+    char tmp[PROC_REMARK_MAX + 1];
+    va_list ap, ap2;
     va_start(ap, fmt);
+    va_copy(ap2, ap);
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    const char *text = tmp;
+    if (n < 0) {
         n = 0;
-    if ((size_t)n >= sizeof tmp)
-        n = sizeof tmp - 1;
+    } else if ((size_t)n >= sizeof tmp) {
+        /* Format it whole so that the cut can see the character it splits. */
+        char *whole = nsrv_arena_alloc(ctx->arena, (size_t)n + 1);
+        vsnprintf(whole, (size_t)n + 1, fmt, ap2);
+        text = whole;
+    }
+    va_end(ap2);
+    size_t len = nsrv_utf8_trunc_len(text, (size_t)n, PROC_REMARK_MAX);
     ctx->resp->code = code;
-    ctx->resp->remark.ptr = nsrv_arena_strndup(ctx->arena, tmp, (size_t)n);
-    ctx->resp->remark.len = (size_t)n;
+    /* Arguments are valid UTF-8 (decoded requests, our own texts); a
+     * replacement pass keeps the reply valid even if one was not. */
+    ctx->resp->remark.ptr = nsrv_utf8_arena_dup(ctx->arena, text, len, &ctx->resp->remark.len);
 }
 
 #define PROC_MAX_EXT 8

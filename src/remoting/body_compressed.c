@@ -15,6 +15,7 @@
 #include "nsrv/buf.h"
 #include "nsrv/common.h"
 #include "nsrv/json.h"
+#include "nsrv/utf8.h"
 
 /*
  * Inflates a zlib stream into a heap buffer (freed by the caller with
@@ -172,7 +173,10 @@ static int topic_config_from_text(nsrv_body_dctx_t *d, const uint8_t *p, size_t 
     if (!((part_len[4] == 10 && memcmp(part[4], "SINGLE_TAG", 10) == 0) ||
           (part_len[4] == 9 && memcmp(part[4], "MULTI_TAG", 9) == 0)))
         return nsrv__body_fail(d, "bad topicFilterType in topic config");
-    tc.topic_name = nsrv_arena_strndup(d->arena, part[0], part_len[0]);
+    if (memchr(part[0], '\0', part_len[0]))
+        return nsrv__body_fail(d, "NUL character (U+0000) in a topic name");
+    /* Java reads the text with new String(bytes, UTF_8). */
+    tc.topic_name = nsrv_utf8_arena_dup(d->arena, part[0], part_len[0], NULL);
     *out = tc;
     return 0;
 }

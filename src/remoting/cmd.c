@@ -82,6 +82,16 @@ nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key) {
     return NSRV_STR_NULL;
 }
 
+const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd) {
+    for (size_t i = 0; i < cmd->n_ext; i++) {
+        const nsrv_ext_field_t *f = &cmd->ext[i];
+        if ((f->key.ptr && memchr(f->key.ptr, '\0', f->key.len)) ||
+            (f->val.ptr && memchr(f->val.ptr, '\0', f->val.len)))
+            return f;
+    }
+    return NULL;
+}
+
 int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
     size_t start = out->len;
     size_t body_len = cmd->body ? cmd->body_len : 0;

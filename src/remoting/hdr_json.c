@@ -167,8 +167,11 @@ int nsrv__hdr_json_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena, nsr
     if (len == 0)
         return NSRV_EHEADER;
     nsrv_json_t *root = NULL;
-    if (nsrv_json_parse(arena, (const char *)p, len, &root, NULL, 0) != 0 || !root ||
-        root->type != NSRV_JSON_OBJECT)
+    /* NULs are kept so that the processor can refuse the request with a reply
+     * (nsrv_cmd_find_nul) instead of the connection being closed. */
+    if (nsrv_json_parse_opts(arena, (const char *)p, len, NSRV_JSON_KEEP_NUL, &root, NULL, 0) !=
+            0 ||
+        !root || root->type != NSRV_JSON_OBJECT)
         return NSRV_EHEADER;
 
     /* One pass over the members; a repeated key overwrites, as in fastjson. */

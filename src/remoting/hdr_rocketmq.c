@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "nsrv/utf8.h"
 #include "remoting_int.h"
 
 static int32_t load_i32(const uint8_t *p) {
@@ -62,10 +63,11 @@ static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_
         if (klen == 0 || vlen == 0)
             continue;
         if (fields) {
-            fields[n].key.ptr = nsrv_arena_strndup(arena, (const char *)key, klen);
-            fields[n].key.len = klen;
-            fields[n].val.ptr = nsrv_arena_strndup(arena, (const char *)val, vlen);
-            fields[n].val.len = vlen;
+            /* Java reads each string with new String(bytes, UTF_8). */
+            fields[n].key.ptr =
+                nsrv_utf8_arena_dup(arena, (const char *)key, (size_t)klen, &fields[n].key.len);
+            fields[n].val.ptr =
+                nsrv_utf8_arena_dup(arena, (const char *)val, (size_t)vlen, &fields[n].val.len);
         }
         n++;
     }
@@ -104,10 +106,10 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
     out->version = version;
     out->opaque = opaque;
     out->flag = flag;
-    out->remark =
-        remark_len > 0
-            ? (nsrv_str_t){nsrv_arena_strndup(arena, (const char *)remark, remark_len), remark_len}
-            : NSRV_STR_NULL;
+    out->remark = NSRV_STR_NULL;
+    if (remark_len > 0)
+        out->remark.ptr =
+            nsrv_utf8_arena_dup(arena, (const char *)remark, (size_t)remark_len, &out->remark.len);
     out->has_ext = ext_len > 0;
     out->ext = ext;
     out->n_ext = n_ext;

@@ -91,9 +91,46 @@ static void test_string_escapes(void **state) {
     assert_string_equal(r->str, "a\"b\\c/d\n\t\xE4\xB8\xAD\xF0\x9F\x98\x80");
     r = parse_ok("'single \"quoted\"'");
     assert_string_equal(r->str, "single \"quoted\"");
-    /* Embedded NUL via escape keeps its length. */
-    r = parse_ok("\"a\\u0000b\"");
+    /* An embedded NUL is refused, raw or escaped, in values and in keys... */
+    parse_bad("\"a\\u0000b\"");
+    parse_bad("{\"a\\u0000b\":1}");
+    static const char raw_nul[] = "[\"a\0b\"]";
+    nsrv_json_t *root = NULL;
+    char err[96] = "";
+    assert_int_equal(nsrv_json_parse(&arena, raw_nul, sizeof raw_nul - 1, &root, err, sizeof err),
+                     NSRV_EJSON);
+    assert_non_null(strstr(err, "NUL character"));
+    /* ...unless the caller keeps it, and then the length is exact. */
+    assert_int_equal(
+        nsrv_json_parse_opts(&arena, "\"a\\u0000b\"", 10, NSRV_JSON_KEEP_NUL, &r, NULL, 0), 0);
     assert_int_equal(r->str_len, 3);
+    assert_memory_equal(r->str, "a\0b", 4);
+}
+
+/* Strings in the tree are valid UTF-8, decoded as Java's decoder does. */
+static void test_strings_are_valid_utf8(void **state) {
+    (void)state;
+    /* Raw ill-formed bytes: one U+FFFD per maximal subpart. */
+    nsrv_json_t *r = parse_ok("\"T\xFF\xFE\"");
+    assert_string_equal(r->str, "T\xEF\xBF\xBD\xEF\xBF\xBD");
+    assert_int_equal(r->str_len, 7);
+    r = parse_ok("\"\xF0\x9F\x98x\"");
+    assert_string_equal(r->str, "\xEF\xBF\xBDx");
+    /* In keys too, and on the escape path. */
+    r = parse_ok("{\"k\xC0\\n\":1}");
+    assert_string_equal(r->child->key, "k\xEF\xBF\xBD\n");
+    assert_int_equal(r->child->key_len, 5);
+    /* A raw truncated sequence before an escape stays one U+FFFD. */
+    r = parse_ok("\"\xE4\xB8\\u4E2D\"");
+    assert_string_equal(r->str, "\xEF\xBF\xBD\xE4\xB8\xAD");
+    /* Lone surrogate escapes (Java keeps them in a String, UTF-8 cannot). */
+    r = parse_ok("\"\\uD800x\\uDC00\"");
+    assert_string_equal(r->str, "\xEF\xBF\xBDx\xEF\xBF\xBD");
+    r = parse_ok("\"\\uDBFF\\uDFFF\"");
+    assert_string_equal(r->str, "\xF4\x8F\xBF\xBF");
+    /* Valid multi-byte text is untouched. */
+    r = parse_ok("\"\xE4\xB8\xAD\xF0\x9F\x98\x80\"");
+    assert_string_equal(r->str, "\xE4\xB8\xAD\xF0\x9F\x98\x80");
 }
 
 static void test_arrays_and_order(void **state) {
@@ -146,6 +183,9 @@ static void test_writer_modes(void **state) {
     check_write("\xE2\x80\xA8", 3, NSRV_JSON_ESC_DEFAULT, "\"\\u2028\"");
     check_write("\xF0\x9F\x98\x80", 4, NSRV_JSON_ESC_BROWSER, "\"\\uD83D\\uDE00\"");
     check_write("\xFF", 1, NSRV_JSON_ESC_BROWSER, "\"\\uFFFD\"");
+    /* Ill-formed input still gives valid UTF-8 out: one U+FFFD per subpart. */
+    check_write("a\xFF\xF0\x9F\x98", 5, NSRV_JSON_ESC_DEFAULT, "\"a\xEF\xBF\xBD\xEF\xBF\xBD\"");
+    check_write("\xED\xA0\x80", 3, NSRV_JSON_ESC_BROWSER, "\"\\uFFFD\\uFFFD\\uFFFD\"");
     check_write("", 0, NSRV_JSON_ESC_DEFAULT, "\"\"");
 }
 
@@ -193,6 +233,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_bare_numeric_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scalars_and_lenient_readers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_string_escapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_strings_are_valid_utf8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_arrays_and_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejects_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_modes, setup, teardown),
