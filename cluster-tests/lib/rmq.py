@@ -228,7 +228,8 @@ def encode_json_header(cmd: Command) -> bytes:
         obj["remark"] = cmd.remark
     obj["serializeTypeCurrentRPC"] = "JSON"
     obj["version"] = cmd.version
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    # surrogateescape: a test writes raw (ill-formed) bytes as lone surrogates U+DC80-U+DCFF.
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogateescape")
 
 
 def decode_json_header(data: bytes) -> Tuple[Command, dict]:
@@ -266,13 +267,13 @@ def _ext_value_to_str(v: Any) -> str:
 
 def encode_binary_header(cmd: Command) -> bytes:
     """ROCKETMQ binary header (spec §1.4). Empty remark -> length 0; None keys/values skipped."""
-    remark = (cmd.remark or "").encode("utf-8")
+    remark = (cmd.remark or "").encode("utf-8", "surrogateescape")  # raw bytes as in encode_json_header
     ext_bytes = bytearray()
     for k, v in (cmd.ext or {}).items():
         if k is None or v is None:
             continue
-        kb = k.encode("utf-8")
-        vb = str(v).encode("utf-8")
+        kb = k.encode("utf-8", "surrogateescape")
+        vb = str(v).encode("utf-8", "surrogateescape")
         ext_bytes += struct.pack(">h", len(kb)) + kb + struct.pack(">i", len(vb)) + vb
     return (
         struct.pack(

@@ -346,6 +346,15 @@ static void test_decode_header(void **state) {
                                0x00, 0x00, 0x04, 0x01, 0x90, 0x00};
     assert_int_equal(decode_env_body(env_nocluster, sizeof env_nocluster, empty, 0, &a, &m),
                      NSRV_GOSSIP_EDECODE);
+    /* A cluster name (any msgpack str) holding a NUL or ill-formed UTF-8 is
+     * malformed: no request we accept can have produced it. */
+    memcpy(env, ENV, sizeof env);
+    env[2] = NSRV_GOSSIP_SYNC_REQ;
+    assert_int_equal(decode_env_body(env, sizeof env, empty, 1, &a, &m), 0);
+    env[4] = 0x00;
+    assert_int_equal(decode_env_body(env, sizeof env, empty, 1, &a, &m), NSRV_GOSSIP_EDECODE);
+    env[4] = (uint8_t)0xFF;
+    assert_int_equal(decode_env_body(env, sizeof env, empty, 1, &a, &m), NSRV_GOSSIP_EDECODE);
     /* seq 0, inc 0. */
     memcpy(env, ENV, sizeof env);
     env[2] = NSRV_GOSSIP_SYNC_REQ;

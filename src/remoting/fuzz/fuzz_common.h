@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "nsrv/remoting.h"
+#include "nsrv/utf8.h"
 #include "fuzz_check.h"
 
 static inline bool fuzz_str_same(nsrv_str_t a, nsrv_str_t b) {
@@ -43,7 +44,17 @@ static inline void fuzz_check_same(const nsrv_cmd_t *a, const nsrv_cmd_t *b) {
     FUZZ_CHECK(a->ser_type == b->ser_type);
 }
 
+/* Every decoded string is valid UTF-8, whatever the bytes were (proto/remoting.md §6a). */
+static inline void fuzz_check_utf8(const nsrv_cmd_t *c) {
+    FUZZ_CHECK(!c->remark.ptr || nsrv_utf8_valid(c->remark.ptr, c->remark.len));
+    for (size_t i = 0; i < c->n_ext; i++) {
+        FUZZ_CHECK(nsrv_utf8_valid(c->ext[i].key.ptr, c->ext[i].key.len));
+        FUZZ_CHECK(nsrv_utf8_valid(c->ext[i].val.ptr, c->ext[i].val.len));
+    }
+}
+
 static inline void fuzz_roundtrip(const nsrv_cmd_t *c1, nsrv_arena_t *arena) {
+    fuzz_check_utf8(c1);
     /* Lookups must be safe on whatever decoded, and the last duplicate wins. */
     (void)nsrv_cmd_ext(c1, "topic");
     if (c1->n_ext) {

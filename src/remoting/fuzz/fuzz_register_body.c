@@ -19,6 +19,7 @@
 
 #include "nsrv/common.h"
 #include "nsrv/register_body.h"
+#include "nsrv/utf8.h"
 
 /* Both sides of each threshold, a 4.x and the current broker, HIGHER_VERSION (612) and junk. */
 static const int32_t versions[8] = {NSRV_MQ_V3_0_11 - 1,
@@ -37,11 +38,16 @@ static void check(bool ok, const char *what) {
     }
 }
 
+/* Names are valid UTF-8 whatever the bytes were (proto/remoting.md §6a). */
+static bool utf8_name(const char *s) {
+    return s && nsrv_utf8_valid(s, strlen(s));
+}
+
 static void check_valid(const nsrv_register_body_t *b) {
     for (size_t i = 0; i < b->n_topics; i++)
-        check(b->topics[i].topic_name != NULL, "NULL topic name");
+        check(utf8_name(b->topics[i].topic_name), "NULL or ill-formed topic name");
     for (size_t i = 0; i < b->n_filter_servers; i++)
-        check(b->filter_servers[i] != NULL, "NULL filter server");
+        check(utf8_name(b->filter_servers[i]), "NULL or ill-formed filter server");
     check(b->has_filter_servers || b->n_filter_servers == 0, "filter list without flag");
     for (size_t i = 0; i < b->n_mappings; i++) {
         const nsrv_mapping_info_t *m = &b->mappings[i];

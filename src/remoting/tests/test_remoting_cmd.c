@@ -381,6 +381,61 @@ static void test_bin_fields(void **state) {
     nsrv_buf_deinit(&m);
 }
 
+/* Decoded strings are valid UTF-8 (U+FFFD per maximal ill-formed subpart,
+ * as Java's decoder), in both header types; a NUL survives decoding with its
+ * exact length so that nsrv_cmd_find_nul can refuse the request. */
+static void test_strings_valid_utf8_and_nul_found(void **state) {
+    (void)state;
+    nsrv_buf_t h = NSRV_BUF_INIT;
+    put_fixed(&h, (bin_fixed_t){105, 0, 479, 1, 0});
+    nsrv_buf_append_be32(&h, 2);
+    nsrv_buf_append(&h, "r\xff", 2);
+    nsrv_buf_t m = NSRV_BUF_INIT;
+    put_entry(&m, "topic", "T\xff\xfe");
+    put_entry(&m, "k\xf0\x9f\x98", "\xed\xa0\x80");
+    nsrv_buf_append_be32(&h, (uint32_t)m.len);
+    nsrv_buf_append(&h, m.data, m.len);
+    nsrv_cmd_t c;
+    assert_int_equal(decode_bin(&h, &c), 0);
+    assert_str(c.remark, "r\xef\xbf\xbd");
+    assert_str(nsrv_cmd_ext(&c, "topic"), "T\xef\xbf\xbd\xef\xbf\xbd");
+    assert_str(nsrv_cmd_ext(&c, "k\xef\xbf\xbd"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    assert_null(nsrv_cmd_find_nul(&c));
+
+    /* A raw NUL in a binary value, and a \u0000 in a JSON one. */
+    nsrv_buf_reset(&h);
+    nsrv_buf_reset(&m);
+    put_fixed(&h, (bin_fixed_t){100, 0, 479, 1, 0});
+    nsrv_buf_append_be32(&h, 0);
+    put_entry(&m, "namespace", "NS");
+    nsrv_buf_append_be16(&m, 3);
+    nsrv_buf_append(&m, "key", 3);
+    nsrv_buf_append_be32(&m, 8);
+    nsrv_buf_append(&m, "victim\0x", 8);
+    nsrv_buf_append_be32(&h, (uint32_t)m.len);
+    nsrv_buf_append(&h, m.data, m.len);
+    assert_int_equal(decode_bin(&h, &c), 0);
+    const nsrv_ext_field_t *f = nsrv_cmd_find_nul(&c);
+    assert_non_null(f);
+    assert_str(f->key, "key");
+    assert_int_equal(f->val.len, 8);
+
+    assert_int_equal(decode_json("{\"code\":100,\"extFields\":{\"namespace\":\"NS\","
+                                 "\"key\":\"victim\\u0000x\",\"value\":\"v\xc3\"}}",
+                                 &c),
+                     0);
+    f = nsrv_cmd_find_nul(&c);
+    assert_non_null(f);
+    assert_str(f->key, "key");
+    assert_int_equal(f->val.len, 8);
+    assert_str(nsrv_cmd_ext(&c, "value"), "v\xef\xbf\xbd");
+    assert_int_equal(decode_json("{\"code\":100,\"extFields\":{\"k\\u0000\":\"v\"}}", &c), 0);
+    assert_non_null(nsrv_cmd_find_nul(&c));
+
+    nsrv_buf_deinit(&h);
+    nsrv_buf_deinit(&m);
+}
+
 /* Builds a binary header with a raw tail after the fixed 17 bytes. */
 static int decode_bin_tail(const void *tail, size_t tail_len) {
     nsrv_buf_t h = NSRV_BUF_INIT;
@@ -700,6 +755,7 @@ int main(void) {
         cmocka_unit_test(test_json_bad_headers),
         cmocka_unit_test(test_frame_errors),
         cmocka_unit_test(test_bin_fields),
+        cmocka_unit_test(test_strings_valid_utf8_and_nul_found),
         cmocka_unit_test(test_bin_bad_headers),
         cmocka_unit_test(test_roundtrip_many_ext),
         cmocka_unit_test(test_roundtrip_small_cases),
