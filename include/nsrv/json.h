@@ -81,6 +81,8 @@ int nsrv_json_parse_max(nsrv_arena_t *arena, const char *text, size_t len, size_
  * NULs themselves, to answer with a clearer error, pass NSRV_JSON_KEEP_NUL.
  */
 #define NSRV_JSON_KEEP_NUL 1u
+/* The text of that error, for callers that answer it apart from other ones. */
+#define NSRV_JSON_ERR_NUL "NUL character (U+0000)"
 int nsrv_json_parse_opts(nsrv_arena_t *arena, const char *text, size_t len, unsigned flags,
                          nsrv_json_t **root, char *err, size_t err_len);
 

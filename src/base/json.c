@@ -114,7 +114,7 @@ static const char *find_quote_or_escape(const char *p, const char *end, char quo
  */
 static int finish_string(parser_t *ps, const char *s, size_t n, const char **out, size_t *out_len) {
     if (!(ps->flags & NSRV_JSON_KEEP_NUL) && memchr(s, '\0', n))
-        return fail(ps, "NUL character (U+0000) in a string");
+        return fail(ps, NSRV_JSON_ERR_NUL " in a string");
     *out = nsrv_utf8_arena_dup(ps->arena, s, n, out_len);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nsrv/config.h"
+#include "nsrv/json.h"
 #include "nsrv/kv.h"
 #include "nsrv/mq_version.h"
 #include "nsrv/register_body.h"
@@ -125,9 +126,16 @@ void nsrv_proc_register_topic(nsrv_proc_ctx_t *ctx) {
     nsrv_queue_data_t *qds = NULL;
     size_t n = 0;
     char err[128];
+    err[0] = '\0';
     if (!topic || nsrv_topic_route_queue_datas_decode(ctx->req->body, ctx->req->body_len,
-                                                      ctx->arena, &qds, &n, err, sizeof err) != 0)
-        return; /* Java: a body it cannot use changes nothing and still answers SUCCESS */
+                                                      ctx->arena, &qds, &n, err, sizeof err) != 0) {
+        /* Java: a body it cannot use changes nothing and still answers
+         * SUCCESS. A NUL in a name is refused with an error on every path
+         * (proto/remoting.md §6a), so that one case is reported. */
+        if (strstr(err, NSRV_JSON_ERR_NUL))
+            nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", err);
+        return;
+    }
     if (n > 0)
         nsrv_route_register_topic(ctx->p->rt, topic, qds, n);
 }
