@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 from rmq import Connection, RequestCode, ResponseCode  # noqa: E402
 
 V4_9_7 = 453
+JUDGE_AFTER_S = 0.5
 
 
 @dataclass
@@ -58,6 +59,7 @@ class StatusMonitor:
         self.snapshots: List[Snapshot] = []
         self.latest: Dict[int, Dict] = {}
         self.rejects: Dict[int, Dict[str, int]] = {}
+        self.pending: List[Tuple[float, int, str, str, float]] = []  # sightings not judged yet
         self._stop = threading.Event()
         self._threads: List[threading.Thread] = []
 
@@ -102,15 +104,22 @@ class StatusMonitor:
                 hb = t + rtt / 2 - b["lastDirectAgeMs"] / 1000.0
                 if hb > self.last_direct.get(addr, -1e18):
                     self.last_direct[addr] = hb
+        # A sighting is judged a little later: a heartbeat that happened before it may be
+        # reported by another node's /status only after it (read 100 ms apart), and a
+        # heartbeat after it proves the broker was alive then.
         for b in st.get("brokers", []):
-            addr = b["brokerAddr"]
-            hb = self.last_direct.get(addr)
-            if hb is None:
+            self.pending.append((t - rtt / 2, node, b["brokerName"], b["brokerAddr"],
+                                 b["timeoutMs"] / 1000.0 + self.scan_s + self.slack))
+        keep = []
+        for p in self.pending:
+            ts, n, name, addr, limit = p
+            if t - ts < JUDGE_AFTER_S:
+                keep.append(p)
                 continue
-            limit = b["timeoutMs"] / 1000.0 + self.scan_s + self.slack
-            age = t - rtt / 2 - hb
-            if age > limit:
-                self.violations.append(Sighting(t, node, f"{b['brokerName']}@{addr}", age, limit))
+            hb = self.last_direct.get(addr)
+            if hb is not None and ts - hb > limit:
+                self.violations.append(Sighting(ts, n, f"{name}@{addr}", ts - hb, limit))
+        self.pending = keep
 
     def _snap_loop(self) -> None:
         while not self._stop.is_set():
