@@ -150,7 +150,9 @@ def test_late_requests_during_graceful_wait_are_answered(nsrvd_factory, connect)
     busy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
     reqs = [busy.build(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER) for _ in range(600)]
     busy.send_many(reqs)
-    time.sleep(0.3)
+    # Time to queue more replies than the socket buffers hold, scaled for slow builds (a read
+    # batch yields after 1 ms, so the 600 are not answered in one go).
+    time.sleep(scaled(0.3))
     t_term = time.monotonic()
     srv.signal(signal.SIGTERM)
     time.sleep(0.3)

@@ -37,6 +37,10 @@
  * route query takes microseconds, so a turn is hundreds of them. */
 #define BATCH_MAX_NS (1000 * 1000)
 #define BATCH_MAX_FRAMES 256
+/* A batch runs at least this many requests whatever they cost, so a connection of slow
+ * requests (big topic lists, or any under a sanitizer) still moves at a useful pace and
+ * fills its output queue, which is what back-pressure watches. */
+#define BATCH_MIN_FRAMES 16
 /* Deferred replies one connection may have waiting; then it is not read until one is sent. */
 #define MAX_SLOTS_PER_CONN 4096
 
@@ -247,7 +251,7 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
         int rc = nsrv_frame_peek(p + used, avail - used, max_frame, &frame_len);
         if (rc == NSRV_AGAIN)
             break;
-        if (rc == 0 && frames > 0 &&
+        if (rc == 0 && frames >= BATCH_MIN_FRAMES &&
             (frames >= BATCH_MAX_FRAMES || uv_hrtime() - start_ns >= BATCH_MAX_NS)) {
             c->yielded = true; /* a whole frame waits: it runs on the next loop turn */
             srv->batch_yields_total++;
