@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the image, starts docker/docker-compose.yml (3 nodes), registers 20 simulated brokers
 # with node 1 only, and checks that nodes 2 and 3 route them through gossip. Uses `docker
-# compose` when a Docker engine answers, else podman-compose (see
-# shared/reference/containers.md for the podman set-up on hosts without Docker: runc, no
-# default ulimits, a debootstrapped debian:bookworm-slim base). Needs build/src/tools/nsrv-brokersim
+# compose` when a Docker engine answers, else podman-compose (docker/README.md has the podman
+# set-up for hosts without Docker: runc, no default ulimits, a debootstrapped
+# debian:bookworm-slim base). Needs build/src/tools/nsrv-brokersim
 # and build/src/nsrvd on the host. Ends with "N passed, M failed".
 set -u
 cd "$(dirname "$0")/.."

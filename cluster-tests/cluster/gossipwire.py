@@ -1,11 +1,11 @@
 """Just enough of the gossip wire format (proto/gossip.md) to capture, decode, alter, forge and
 re-sign datagrams and pull requests in the cluster tests.
 
-* a shortest-form msgpack writer and a reader for the families the spec allows (§2);
-* ``Envelope``: the 11 fields of §4, decoded from and encoded to bytes;
+* a shortest-form msgpack writer and a reader for the families the spec allows (proto/gossip.md §2);
+* ``Envelope``: the 11 fields of proto/gossip.md §4, decoded from and encoded to bytes;
 * ``sign`` with an Ed25519 seed (the base64 seed of an ``nsrvd keygen`` file), via the
   ``cryptography`` package;
-* ``bkey`` (§3.3).
+* ``bkey`` (proto/gossip.md §3.3).
 
 Independent of the C code on purpose: if nsrvd and this file disagree about a byte, the
 round-trip check in the tests says so.
@@ -243,7 +243,7 @@ class PullReply:
 
 
 def parse_pull_reply(data: bytes, nonce: bytes, public_b64: str) -> PullReply:
-    """Broker frames then the end frame (§7.2, §7.3); checks the end frame's signature with
+    """Broker frames then the end frame (proto/gossip.md §7.2, §7.3); checks the end frame's signature with
     the responder's public key. Accepts the 4-field end frame and the 6-field one that adds
     the responder's clock (src_inc, src_mono_ms, signed after the hash). Raises ValueError on
     anything malformed."""

@@ -1,10 +1,10 @@
 """Gossip egress per node (project issue 4): 3 nodes, default 5 s full-digest interval, 100 and
 then 1000 brokers registered with every node. Measured from each node's gossip counters
 (bytesSent counts UDP payload; 28 bytes of IPv4 + UDP header per datagram are added to compare
-with gossip-design.md §6.7, whose table includes them) over a window of NSRV_BW_WINDOW_S
+with the design target, which includes them) over a window of NSRV_BW_WINDOW_S
 seconds (default 30) in steady state (registrations unchanged, so no deltas).
 
-§6.7, N = 3, T_full = 5 s, compact entries: 100 brokers 1.3 KiB/s (1.2 pkt/s), 1000 brokers
+Design target (N = 3, T_full = 5 s, compact entries, proto/gossip.md §6 sizes): 100 brokers 1.3 KiB/s (1.2 pkt/s), 1000 brokers
 13.2 KiB/s (11 pkt/s). Asserted: below 3x those, and at least one full digest per peer per
 interval actually sent and accepted (so the figure is not low because gossip is idle).
 """

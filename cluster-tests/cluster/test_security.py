@@ -1,4 +1,4 @@
-"""Forged, replayed, delayed and tampered gossip changes nothing (project issue 4, §8 of
+"""Forged, replayed, delayed and tampered gossip changes nothing (project issue 4, proto/gossip.md §8 of
 proto/gossip.md).
 
 Node 1's gossip for node 3 goes through a relay (node 1's gossipPeers names the relay's port
@@ -85,7 +85,7 @@ class Setup:
         out = []
         for cap in self.relay.snapshot():
             env, ebytes, _ = gw.split(cap.data)
-            # Our codec and nsrvd's agree on every byte (shortest forms, §2).
+            # Our codec and nsrvd's agree on every byte (shortest forms, proto/gossip.md §2).
             assert env.encode() == ebytes, "re-encoding a captured envelope changed its bytes"
             out.append((env, cap.data, cap.t, cap.delivered))
         return out

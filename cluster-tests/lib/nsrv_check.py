@@ -18,7 +18,7 @@ RESPONSE_VERSION = CURRENT_VERSION  # the version nsrvd stamps on responses (479
 
 
 def assert_envelope(resp: Command, req: Optional[Command] = None, *, serialize_type: Optional[int] = None) -> None:
-    """What every response must carry (spec §1.5, §1.7 and the nsrvd contract): flag exactly 1,
+    """What every response must carry (proto/remoting.md §5 and the nsrvd contract): flag exactly 1,
     version 479, language JAVA, the request's opaque, the request's serialize type."""
     assert resp is not None, "no response"
     assert resp.flag == FLAG_RESPONSE, f"response flag must be exactly 1: {resp!r}"

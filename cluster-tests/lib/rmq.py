@@ -1,17 +1,18 @@
 """A small Apache RocketMQ remoting client for black-box tests of a NameServer.
 
-Everything here follows /work/shared/reference/rocketmq-protocol.md (cited as "spec §x").
+Everything here follows the protocol as proto/remoting.md, proto/requests.md and proto/route.md
+describe it (cited by section).
 Only the Python standard library is used.
 
 Layers, bottom up:
 
 * frame codec: ``encode_frame`` / ``decode_frame`` / ``FrameDecoder`` with the JSON (type 0)
-  and ROCKETMQ binary (type 1) headers of spec §1.2-1.4;
+  and ROCKETMQ binary (type 1) headers of proto/remoting.md §2-§4;
 * ``Command``: one decoded request or response;
 * ``Connection``: a blocking TCP connection that sends requests (sync, oneway, pipelined)
   and matches responses by opaque;
-* body builders: fastjson-style JSON writer (bare numeric keys, spec §2.5.1), DataVersion,
-  TopicConfig, RegisterBrokerBody in JSON and zlib-compressed form (spec §2.5.2), masked CRC32;
+* body builders: fastjson-style JSON writer (bare numeric keys, proto/requests.md §2.5.1), DataVersion,
+  TopicConfig, RegisterBrokerBody in JSON and zlib-compressed form (proto/requests.md §2.5.2), masked CRC32;
 * ``loads_lenient``: a decoder for fastjson "default mode" bodies with bare numeric keys.
 """
 
@@ -32,7 +33,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from fastjson import LenientJSONError, count_bare_keys, fj_dumps, loads_lenient, parse_lenient  # noqa: F401
 
 # --------------------------------------------------------------------------------------------
-# Constants (spec §0)
+# Constants (proto/requests.md §1)
 # --------------------------------------------------------------------------------------------
 
 
@@ -118,7 +119,7 @@ VERSION_V5_3_1 = 475
 VERSION_V5_3_3 = 479
 CURRENT_VERSION = VERSION_V5_3_3
 
-MAX_FRAME_LENGTH = 16777216  # whole frame on the wire, length field included (spec §1.2)
+MAX_FRAME_LENGTH = 16777216  # whole frame on the wire, length field included (proto/remoting.md §2)
 MAX_TOTAL_LENGTH = MAX_FRAME_LENGTH - 4  # largest legal N
 
 PERM_PRIORITY = 8
@@ -133,7 +134,7 @@ FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 
 
 def topic_not_exist_remark(topic: str) -> str:
-    """The exact TOPIC_NOT_EXIST remark of a 5.x server (spec §2.8)."""
+    """The exact TOPIC_NOT_EXIST remark of a 5.x server (proto/requests.md §2.8)."""
     return (
         "No topic route info in name server for the topic: "
         + topic
@@ -144,7 +145,7 @@ def topic_not_exist_remark(topic: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Command and frame codec (spec §1.2-1.5)
+# Command and frame codec (proto/remoting.md §2-§5)
 # --------------------------------------------------------------------------------------------
 
 
@@ -216,7 +217,7 @@ def _language_to_name(language: Any) -> str:
 
 
 def encode_json_header(cmd: Command) -> bytes:
-    """The JSON header exactly as fastjson writes a RemotingCommand (spec §1.3):
+    """The JSON header exactly as fastjson writes a RemotingCommand (proto/remoting.md §3):
     alphabetical keys, null members omitted, no whitespace."""
     obj: Dict[str, Any] = {"code": cmd.code}
     if cmd.ext is not None:
@@ -266,7 +267,7 @@ def _ext_value_to_str(v: Any) -> str:
 
 
 def encode_binary_header(cmd: Command) -> bytes:
-    """ROCKETMQ binary header (spec §1.4). Empty remark -> length 0; None keys/values skipped."""
+    """ROCKETMQ binary header (proto/remoting.md §4). Empty remark -> length 0; None keys/values skipped."""
     remark = (cmd.remark or "").encode("utf-8", "surrogateescape")  # raw bytes as in encode_json_header
     ext_bytes = bytearray()
     for k, v in (cmd.ext or {}).items():
@@ -292,7 +293,7 @@ def encode_binary_header(cmd: Command) -> bytes:
 
 
 def decode_binary_header(data: bytes) -> Command:
-    """Strict decoder. Length-0 strings decode to None, as in Java (spec §1.4)."""
+    """Strict decoder. Length-0 strings decode to None, as in Java (proto/remoting.md §4)."""
     h = len(data)
     if h < 21:
         raise FrameError("binary header shorter than 21 bytes")
@@ -339,7 +340,7 @@ def decode_binary_header(data: bytes) -> Command:
 
 
 def encode_frame(cmd: Command, serialize_type: Optional[int] = None) -> bytes:
-    """A whole frame: N, (type<<24)|H, header, body (spec §1.2)."""
+    """A whole frame: N, (type<<24)|H, header, body (proto/remoting.md §2)."""
     st = cmd.serialize_type if serialize_type is None else serialize_type
     if st == SerializeType.JSON:
         header = encode_json_header(cmd)
@@ -681,12 +682,12 @@ class Connection:
 
 
 # --------------------------------------------------------------------------------------------
-# Body builders (spec §2.5, §8)
+# Body builders (proto/requests.md §2.5, §3)
 # --------------------------------------------------------------------------------------------
 
 
 def crc32_masked(data: Optional[bytes]) -> int:
-    """CRC-32/IEEE masked with 0x7FFFFFFF, as brokers put in bodyCrc32 (spec §2.5)."""
+    """CRC-32/IEEE masked with 0x7FFFFFFF, as brokers put in bodyCrc32 (proto/requests.md §2.5)."""
     return zlib.crc32(data or b"") & 0x7FFFFFFF
 
 
@@ -718,7 +719,7 @@ class DataVersion:
         )
 
     def same_as(self, other: "DataVersion") -> bool:
-        """Equality as the NameServer compares it (spec §3.4); missing stateVersion = 0."""
+        """Equality as the NameServer compares it (proto/route.md §4); missing stateVersion = 0."""
         return (
             self.counter == other.counter
             and self.timestamp == other.timestamp
@@ -753,7 +754,7 @@ class TopicConfig:
         return d
 
     def to_text(self) -> str:
-        """The space-separated form of the compressed body (spec §2.5.2). 5.x appends the
+        """The space-separated form of the compressed body (proto/requests.md §2.5.2). 5.x appends the
         attributes JSON; 4.9.x (attributes None) stops after topicFilterType."""
         parts = [
             self.topic_name,
@@ -820,7 +821,7 @@ def register_broker_body_json(
     mapping_infos: Optional[Sequence[Mapping[str, Any]]] = None,
     v4: bool = False,
 ) -> bytes:
-    """RegisterBrokerBody as fastjson writes it (spec §2.5.1). v4=True gives a 4.9.x body:
+    """RegisterBrokerBody as fastjson writes it (proto/requests.md §2.5.1). v4=True gives a 4.9.x body:
     no stateVersion, no attributes and no mapping sections (set those on the inputs too)."""
     body = {
         "filterServerList": list(filter_servers),
@@ -843,7 +844,7 @@ def register_broker_body_compressed_payload(
     mapping_infos: Optional[Sequence[Mapping[str, Any]]] = None,
     version: int = CURRENT_VERSION,
 ) -> bytes:
-    """The inflated item stream of the compressed form (spec §2.5.2)."""
+    """The inflated item stream of the compressed form (proto/requests.md §2.5.2)."""
     out = bytearray(_lp(data_version.encode()))
     out += struct.pack(">i", len(topics))
     for t in topics:
@@ -915,7 +916,7 @@ def _ha_addr(broker_addr: str) -> str:
 
 
 def topic_route_body_for_register(topic: str, queue_datas: Sequence[Mapping[str, Any]]) -> bytes:
-    """REGISTER_TOPIC_IN_NAMESRV body: a TopicRouteData with queueDatas (spec §2.13)."""
+    """REGISTER_TOPIC_IN_NAMESRV body: a TopicRouteData with queueDatas (proto/requests.md §2.13)."""
     return fj_dumps(
         {
             "brokerDatas": [],

@@ -1,5 +1,5 @@
 """Cluster info, topic lists, topic admin, namesrv config, unknown codes, parameterless requests
-and JSON header leniency (spec §1.3, §1.6, §1.8, §2.9, §2.11-2.19, §8.3, §8.4)."""
+and JSON header leniency (proto/remoting.md §3, §6, proto/requests.md §1.3, §2.9, §2.11-§2.19, §3.3, §3.4)."""
 
 import json
 import struct
@@ -56,7 +56,7 @@ def test_cluster_info_is_default_mode(nsrvd, connect, st):
         b'"cluster":"DefaultCluster","enableActingMaster":false,"zoneName":"zone1"}},'
         b'"clusterAddrTable":{"DefaultCluster":["broker-a"]}}',
     )
-    # Also for a new client version: no version switch here (spec §2.9).
+    # Also for a new client version: no version switch here (proto/requests.md §2.9).
     resp = ns.cluster_info(version=479)
     assert parse_lenient(resp.body_text())[1] == 1
 
@@ -154,7 +154,7 @@ def test_register_topic_with_unknown_broker_does_nothing(ns):
 
 
 def test_register_topic_existing_topic_partial_merge(ns):
-    """§2.13: for an existing topic, QueueDatas before the first unknown broker stay merged."""
+    """proto/requests.md §2.13: for an existing topic, QueueDatas before the first unknown broker stay merged."""
     register_ok(ns, A, TA)
     register_ok(ns, Broker(cluster="c1", name="broker-c", addr="127.0.0.1:10913"), TA)
     ns.delete_topic("T1", None)
@@ -348,7 +348,7 @@ def test_update_with_no_body_is_noop_success(ns):
 
 
 def test_config_store_path_is_replaced_by_c_file(nsrvd_factory, tmp_path, connect):
-    """§5.3: configStorePath is set to the -c file, so an update rewrites the operator's file."""
+    """proto/requests.md §5.3: configStorePath is set to the -c file, so an update rewrites the operator's file."""
     other = tmp_path / "elsewhere.properties"
     srv = nsrvd_factory({"configStorePath": str(other)})
     ns = NamesrvClient(connect(srv))
@@ -390,7 +390,7 @@ def test_parameterless_requests_without_ext_fields(ns, code):
 
 
 def test_every_request_code_is_answered(ns):
-    """One request of each §0.1 code with plausible ext fields: all answered, none with code 3."""
+    """One request of each proto/requests.md §1.1 code with plausible ext fields: all answered, none with code 3."""
     register_ok(ns, A, TA)
     ext_for = {
         100: {"namespace": "n", "key": "k", "value": "v"},
@@ -469,7 +469,7 @@ def test_binary_request_with_remark_and_unknown_language(nsrvd, connect):
 
 
 def test_update_with_unparsable_properties(ns):
-    """java.util.Properties.load rejects a malformed \\uXXXX escape (spec §2.18)."""
+    """java.util.Properties.load rejects a malformed \\uXXXX escape (proto/requests.md §2.18)."""
     before = get_config(ns)
     resp = ns.update_config("orderMessageEnable=true\nbad=\\u12G4\n")
     assert_envelope(resp)
@@ -478,7 +478,7 @@ def test_update_with_unparsable_properties(ns):
 
 
 def test_update_unknown_key_is_not_added(ns):
-    """Configuration.update merges only keys that already exist (spec §2.18 step 1)."""
+    """Configuration.update merges only keys that already exist (proto/requests.md §2.18 step 1)."""
     assert_code(ns.update_config("brandNewKey=1\nwaitSecondsForService=7"), 0)
     props = parse_properties(get_config(ns))
     assert "brandNewKey" not in props
@@ -487,7 +487,7 @@ def test_update_unknown_key_is_not_added(ns):
 
 def test_deleted_topic_comes_back_on_same_data_version(ns):
     """A topic missing from topicQueueTable counts as changed even with an unchanged
-    DataVersion (spec §3.3 step 10b)."""
+    DataVersion (proto/route.md §3 step 10b)."""
     register_ok(ns, A, TA, DataVersion(1, 1))
     assert_code(ns.delete_topic("T1"), 0)
     assert route_or_none(ns, "T1") is None
@@ -507,7 +507,7 @@ def test_opaque_extremes_echoed(nsrvd, connect, st, opaque):
 
 
 def test_json_header_numbers_as_strings_and_escaped_keys(ns):
-    """fastjson accepts "106" for an int and \\uXXXX escapes in keys (spec §1.3, §8.7)."""
+    """fastjson accepts "106" for an int and \\uXXXX escapes in keys (proto/remoting.md §3, proto/requests.md §3.7)."""
     ns.conn.send_raw(_raw_json_frame(b'{"code":"106","opaque":"11","version":"479"}'))
     resp = ns.conn.recv_for(11)
     assert_envelope(resp)
@@ -524,7 +524,7 @@ def test_topic_not_exist_remark_keeps_unicode_and_control_chars(ns):
 
 
 def test_binary_empty_string_ext_is_null(nsrvd, connect):
-    """§1.4: an empty string in a binary header decodes to null."""
+    """proto/remoting.md §4: an empty string in a binary header decodes to null."""
     ns = NamesrvClient(connect(nsrvd, serialize_type=SerializeType.ROCKETMQ))
     resp = ns.conn.request(RequestCode.PUT_KV_CONFIG, {"namespace": "a", "key": "", "value": "v"})
     assert_code(resp, 1, "namespace or key is null")

@@ -1,6 +1,6 @@
 """Hostile and unusual input: every malformed frame closes only its own connection without a
 reply while a healthy connection keeps getting correct answers; oneway, pipelining, a client
-that never reads, idle close (spec §1.1, §1.2, §1.4, §1.5, §10 items 3-4)."""
+that never reads, idle close (proto/remoting.md §9, §2, §4, §5)."""
 
 import os
 import random
@@ -168,7 +168,7 @@ def test_many_bad_connections_do_not_leak_fds(nsrvd, connect, healthy):
 
 
 def test_max_legal_frame_is_accepted(nsrvd, connect, healthy):
-    """N = 16777212 (whole frame exactly 16 MiB) is legal (spec §1.2)."""
+    """N = 16777212 (whole frame exactly 16 MiB) is legal (proto/remoting.md §2)."""
     c = connect(nsrvd, timeout=scaled(20))
     req = make_request(101, {"namespace": "n", "key": "k"}, opaque=99)
     hdr_len = len(encode_frame(req)) - 8

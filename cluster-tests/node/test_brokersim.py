@@ -1,5 +1,5 @@
 """nsrv-brokersim against a real nsrvd: the simulator's brokers show up in GET_BROKER_CLUSTER_INFO
-and routes, and every fault it injects has the effect a nameserver must show (spec §3.5, §3.7):
+and routes, and every fault it injects has the effect a nameserver must show (proto/route.md §5, §7):
 kill -9 (connection close), graceful stop (UNREGISTER_BROKER), a hung broker (expiry after its
 heartbeatTimeoutMillis), a partition with and without connection close, slaves, several nodes,
 re-registration after a nameserver restart."""

@@ -1,4 +1,4 @@
-"""Command line and config file (spec §5.3, §5.4, §4 persistence, and the nsrvd contract)."""
+"""Command line and config file (proto/requests.md §5.3, §5.4, §4 persistence, and the nsrvd contract)."""
 
 import json
 import socket

@@ -1,6 +1,6 @@
-"""Pure unit tests of cluster-tests/lib/rmq.py against the spec's golden bytes (no server).
+"""Pure unit tests of cluster-tests/lib/rmq.py against the documented golden bytes (no server).
 
-They prove the client encodes and decodes exactly what spec §1.3, §1.4, §2.5.1, §2.5.2 and §8
+They prove the client encodes and decodes exactly what proto/remoting.md §3, §4, proto/requests.md §2.5.1, §2.5.2 and §3
 show, so a failure in the server suites is not a client bug."""
 
 import json
@@ -31,19 +31,19 @@ from rmq import (  # noqa: E402
     parse_lenient,
 )
 
-# §1.4 worked example: GET_ROUTEINFO_BY_TOPIC, topic TopicTest, version 479, opaque 1, binary.
+# proto/remoting.md §4 worked example: GET_ROUTEINFO_BY_TOPIC, topic TopicTest, version 479, opaque 1, binary.
 GOLDEN_BINARY_FRAME = bytes.fromhex(
     "0000002d" "01000029" "0069" "00" "01df" "00000001" "00000000" "00000000"
     "00000014" "0005" "746f706963" "00000009" "546f70696354657374"
 )
 
-# §1.3 observed JSON header.
+# proto/remoting.md §3 observed JSON header.
 GOLDEN_JSON_HEADER = (
     b'{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA",'
     b'"opaque":7,"serializeTypeCurrentRPC":"JSON","version":453}'
 )
 
-# §2.5.2 observed inflated payload (one topic plus one mapping).
+# proto/requests.md §2.5.2 observed inflated payload (one topic plus one mapping).
 GOLDEN_COMPRESSED_PAYLOAD = (
     b"\x00\x00\x00\x2c" b'{"counter":0,"stateVersion":0,"timestamp":1}'
     b"\x00\x00\x00\x01"
@@ -55,7 +55,7 @@ GOLDEN_COMPRESSED_PAYLOAD = (
     b'"topic":"TopicTest","totalQueues":8}'
 )
 
-# §2.5.1 observed RegisterBrokerBody (whitespace added in the spec for readability).
+# proto/requests.md §2.5.1 observed RegisterBrokerBody (the document adds whitespace for readability).
 GOLDEN_REGISTER_BODY_JSON = re.sub(
     r"\s+",
     "",
@@ -73,7 +73,7 @@ GOLDEN_REGISTER_BODY_JSON = re.sub(
                   "scope":"__global__","topic":"TopicTest","totalQueues":8}}}}""",
 ).encode()
 
-# §8.2 TopicRouteData, default and standard mode.
+# proto/route.md §9 TopicRouteData, default and standard mode.
 ROUTE_DEFAULT = (
     '{"brokerDatas":[{"brokerAddrs":{0:"192.168.0.1:10911",1:"192.168.0.2:10911"},"brokerName":"broker-a",'
     '"cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":'
@@ -140,7 +140,7 @@ def test_binary_roundtrip_with_remark_ext_and_body():
 
 
 def test_binary_empty_strings_decode_as_null():
-    """§1.4: a length-0 string is null; the encoder writes an empty remark as length 0."""
+    """proto/remoting.md §4: a length-0 string is null; the encoder writes an empty remark as length 0."""
     hdr = struct.pack(">hBhiii", 0, 0, 479, 9, 1, 0)
     entries = struct.pack(">h", 1) + b"k" + struct.pack(">i", 0) + struct.pack(">h", 1) + b"x" + struct.pack(">i", 1) + b"y"
     hdr += struct.pack(">i", len(entries)) + entries

@@ -1,4 +1,4 @@
-"""KV config requests (spec §2.1-2.3, §2.14, §4) over JSON and ROCKETMQ binary headers, and the
+"""KV config requests (proto/requests.md §2.1-§2.3, §2.14, §4) over JSON and ROCKETMQ binary headers, and the
 kvConfig.json file the server writes."""
 
 import json
@@ -51,7 +51,7 @@ def test_get_unknown_namespace_and_key_is_22_with_empty_ext(client, st):
         assert_envelope(resp, serialize_type=st)
         assert_code(resp, 22, f"No config item, Namespace: {ns_} Key: {key}", ext={}, body=None)
         if st == SerializeType.JSON:
-            # §1.3 / §2.2: the key is present, as an empty object.
+            # proto/remoting.md §3 / proto/requests.md §2.2: the key is present, as an empty object.
             assert resp.header_json["extFields"] == {}
 
 
@@ -78,7 +78,7 @@ def test_put_unicode_value_roundtrip(ns):
 def test_kv_file_written_on_put_and_delete_with_bak(nsrvd, ns):
     assert ns.put_kv("NS1", "k1", "v1").code == 0
     first = read_kv_file(nsrvd)
-    # §4: compact fastjson, one line, no trailing newline.
+    # proto/requests.md §4: compact fastjson, one line, no trailing newline.
     assert first == '{"configTable":{"NS1":{"k1":"v1"}}}'
 
     assert ns.put_kv("NS2", "k2", "v2").code == 0
@@ -130,7 +130,7 @@ def test_kvlist_of_emptied_namespace_is_success_with_empty_table(ns):
 
 
 def test_put_without_value_stores_nothing_visible(nsrvd, ns):
-    """§2.1: a missing value stores null; the file writer drops it and GET finds nothing."""
+    """proto/requests.md §2.1: a missing value stores null; the file writer drops it and GET finds nothing."""
     resp = ns.conn.request(RequestCode.PUT_KV_CONFIG, {"namespace": "NV", "key": "k"})
     assert_code(resp, 0, None, ext=None)
     assert_code(ns.get_kv("NV", "k"), 22, "No config item, Namespace: NV Key: k", ext={})

@@ -1,5 +1,5 @@
 """Broker liveness: channel close, per-broker expiry, heartbeats, and the stale-unregister race
-(spec §2.4, §2.7, §3.7, §10 item 6)."""
+(proto/requests.md §2.4, §2.7, proto/route.md §7)."""
 
 import time
 
@@ -69,7 +69,7 @@ def test_expiry_and_heartbeats(nsrvd, connect):
 
     def beat():
         conns["b-hb"].heartbeat(hb, oneway=True)
-        # A *different* DataVersion (changed=true) still refreshes liveness in 5.x (spec §2.4).
+        # A *different* DataVersion (changed=true) still refreshes liveness in 5.x (proto/requests.md §2.4).
         beat.n += 1
         conns["b-qdv"].query_data_version(qdv, DataVersion(100 + beat.n, 1), oneway=True)
 
@@ -90,7 +90,7 @@ def test_expiry_and_heartbeats(nsrvd, connect):
     gone_after = time.monotonic() - t0
     assert gone_after >= 1.9, f"expired too early ({gone_after:.2f}s < 2s timeout)"
     assert route_or_none(client, "TopicTest") is not None
-    # Its channel is closed by the server (spec §3.7).
+    # Its channel is closed by the server (proto/route.md §7).
     assert not conns["b-silent"].conn.is_open(wait=scaled(2)), "expired broker's channel was not closed"
 
     # The heartbeating ones survive several more timeouts.

@@ -1,5 +1,5 @@
 """Seeded random sequences of broker registrations, unregistrations, heartbeats, topic deletes
-and connection closes, checked after every step against a small model of spec §3.3-3.7
+and connection closes, checked after every step against a small model of proto/route.md §3-§7
 (each broker group has one master and talks over its own connections)."""
 
 import random

@@ -69,7 +69,7 @@ def body_json_raw(obj) -> bytes:
 
 
 def compressed_body(topic_texts, dv=DataVersion(1, 1, 0)) -> bytes:
-    """The zlib form of a registration (spec §2.5.2) with topic texts given as bytes."""
+    """The zlib form of a registration (proto/requests.md §2.5.2) with topic texts given as bytes."""
     out = bytearray()
 
     def lp(b):

@@ -1,5 +1,5 @@
 """REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION, BROKER_HEARTBEAT and
-GET_BROKER_MEMBER_GROUP (spec §2.4-2.7, §2.20, §3.3-3.5)."""
+GET_BROKER_MEMBER_GROUP (proto/requests.md §2.4-§2.7, §2.20, proto/route.md §3-§5)."""
 
 import json
 
@@ -105,7 +105,7 @@ def test_crc_with_no_body_mismatches(ns):
 )
 def test_compressed_body(ns, version, flag):
     attrs = None if version < 413 else {}
-    # Two topics: a first registration with exactly one topic is rejected (spec §3.3 step 7).
+    # Two topics: a first registration with exactly one topic is rejected (proto/route.md §3 step 7).
     topics = [TopicConfig("TopicZ", 3, 5, 6, topic_sys_flag=1, attributes=attrs),
               TopicConfig("TopicZ2", 1, 1, 6, attributes=attrs)]
     maps = [topic_queue_mapping_info("TopicZ", "broker-a", epoch=2, total_queues=8)] if version >= 413 else None
@@ -117,7 +117,7 @@ def test_compressed_body(ns, version, flag):
     route = route_or_none(ns, "TopicZ")
     assert route is not None, "compressed registration did not create the topic"
     qd = route["queueDatas"][0]
-    # topicSysFlag is not carried by the compressed form (spec §2.5.2) -> 0.
+    # topicSysFlag is not carried by the compressed form (proto/requests.md §2.5.2) -> 0.
     assert (qd["readQueueNums"], qd["writeQueueNums"], qd["perm"], qd["topicSysFlag"]) == (3, 5, 6, 0)
     if maps:
         mb = route["topicQueueMappingByBroker"]["broker-a"]
@@ -151,7 +151,7 @@ def test_old_4_9_style_registration(ns):
 
 
 def test_old_version_slave_alone_does_not_create_topics(ns):
-    """isPrimeSlave needs enableActingMaster present (spec §3.3 step 9/10)."""
+    """isPrimeSlave needs enableActingMaster present (proto/route.md §3 step 9/10)."""
     old_slave = Broker(name="broker-s", addr="127.0.0.1:10941", broker_id=1, enable_acting_master=None)
     register_ok(ns, old_slave, T)
     assert route_or_none(ns, "TopicTest") is None
@@ -242,7 +242,7 @@ def test_topic_name_comes_from_topic_config_not_map_key(ns):
     assert route_or_none(ns, "MapKey") is None
     assert route_or_none(ns, "RealName") is not None
     qd = route_or_none(ns, "Defaults")["queueDatas"][0]
-    # Java bean defaults for missing fields (spec §2.5.1).
+    # Java bean defaults for missing fields (proto/requests.md §2.5.1).
     assert (qd["readQueueNums"], qd["writeQueueNums"], qd["perm"], qd["topicSysFlag"]) == (16, 16, 6, 0)
 
 
@@ -430,7 +430,7 @@ def test_no_reply_body_when_return_order_topic_config_is_off(ns):
 
 
 def test_unregister_removes_by_address_not_id(ns):
-    """§3.5 step 2b: every entry whose value equals brokerAddr is removed, whatever the id."""
+    """proto/route.md §5 step 2: every entry whose value equals brokerAddr is removed, whatever the id."""
     register_ok(ns, MASTER, T)
     register_ok(ns, SLAVE, T)
     wrong_id = Broker(cluster=SLAVE.cluster, name=SLAVE.name, addr=SLAVE.addr, broker_id=7)

@@ -1,5 +1,5 @@
 """GET_ROUTEINFO_BY_TOPIC encodings, zone filter, order config, acting master, wait-for-service,
-and WIPE/ADD_WRITE_PERM (spec §2.8, §2.10, §3.6, §8.2, §10 items 1 and 8)."""
+and WIPE/ADD_WRITE_PERM (proto/requests.md §2.8, §2.10, proto/route.md §6, §9, §5)."""
 
 import json
 import time
@@ -72,7 +72,7 @@ def test_standard_mode_sorts_ids_numerically_and_default_mode_is_bare(ns):
 
 
 def test_escaping_standard_vs_default(ns):
-    """§8.2: non-ASCII as uppercase \\uXXXX and '/' as '\\/' in standard mode; raw in default mode."""
+    """proto/route.md §9: non-ASCII as uppercase \\uXXXX and '/' as '\\/' in standard mode; raw in default mode."""
     b = Broker(cluster="C/1", name='broker-中/"x', addr="127.0.0.1:10911")
     register_ok(ns, b, T)
     std = _route(ns, 479).body_text()
@@ -181,7 +181,7 @@ def test_need_wait_for_service(ns):
 
 
 def test_topic_whose_brokers_are_unknown_has_no_route(ns):
-    """§3.6 step 4: queue data pointing only at unknown broker names -> TOPIC_NOT_EXIST."""
+    """proto/route.md §6 step 3: queue data pointing only at unknown broker names -> TOPIC_NOT_EXIST."""
     register_ok(ns, MASTER, T)
     ns.register_topic("Orphan", [{"brokerName": "broker-a"}])
     assert route_or_none(ns, "Orphan") is not None
@@ -236,7 +236,7 @@ def test_standard_mode_sorts_string_keyed_maps(ns):
 
 def test_standard_mode_quotes_longs_beyond_2_53(ns):
     """BrowserCompatible: longs outside +-(2^53-1) are written as strings in standard mode
-    only (spec §2.8)."""
+    only (proto/requests.md §2.8)."""
     from rmq import topic_queue_mapping_info
 
     big = 2**53 + 1

@@ -1,7 +1,7 @@
 """SIGTERM with requests in flight: every request the server had received gets a whole reply,
 connections end on a frame boundary, late requests get a normal reply or GO_AWAY, the exit
 code is 0 within shutdownWaitTimeSeconds, and a second SIGTERM forces a quick exit
-(spec §1.10, §5.6 and the nsrvd contract)."""
+(proto/requests.md §1.5, §5.6 and the nsrvd contract)."""
 
 import signal
 import socket
@@ -45,7 +45,7 @@ def _build_batch(c: Connection, i: int):
         m = k % 10
         st = SerializeType.ROCKETMQ if (i + k) % 7 == 0 else SerializeType.JSON
         if k % 9 == 8:
-            # An old client (version <= 475): never GO_AWAY, always processed (spec §1.10).
+            # An old client (version <= 475): never GO_AWAY, always processed (proto/requests.md §1.5).
             reqs.append(c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}, version=400))
         elif m == 0:
             reqs.append(c.build(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, serialize_type=st))
@@ -183,7 +183,7 @@ def test_late_requests_during_graceful_wait_are_answered(nsrvd_factory, connect)
 @pytest.mark.slow
 def test_sigterm_graceful_with_requests_in_flight(nsrvd_factory, connect):
     elapsed = _run_in_flight_shutdown(nsrvd_factory, connect, graceful=True)
-    # Java sleeps the whole wait while serving (spec §1.10); nsrvd may finish sooner once drained.
+    # Java sleeps the whole wait while serving (proto/requests.md §1.5); nsrvd may finish sooner once drained.
     assert elapsed >= 0
 
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nsrvd configuration: the Java NamesrvConfig + NettyServerConfig keys (same
- * names, same defaults, rocketmq-protocol.md §5) plus nsrvd's own, loaded
+ * names, same defaults, proto/requests.md §5) plus nsrvd's own, loaded
  * from a java.util.Properties file (-c), rendered for GET_NAMESRV_CONFIG and
- * -p, and changed at run time by UPDATE_NAMESRV_CONFIG (§2.18) under the
+ * -p, and changed at run time by UPDATE_NAMESRV_CONFIG (proto/requests.md §2.18) under the
  * configBlackList rules. Loop thread only. The key table is
  * src/config/config_keys.def; UPDATE bodies are fuzzed by
  * src/config/fuzz/fuzz_config_update.c.
@@ -89,7 +89,7 @@ void nsrv_config_warn_unknown(const nsrv_config_t *cfg);
 
 /**
  * Appends every key as "key=value\n", sorted by key (byte order), values
- * unescaped, exactly the GET_NAMESRV_CONFIG body (§2.19) and the -p output:
+ * unescaped, exactly the GET_NAMESRV_CONFIG body (proto/requests.md §2.19) and the -p output:
  * all known keys (rocketmqHome omitted while empty, as Java omits null) and
  * the unknown keys from the file. Never empty.
  */
@@ -107,7 +107,7 @@ typedef enum {
 } nsrv_config_update_result_t;
 
 /**
- * UPDATE_NAMESRV_CONFIG (§2.18). Parses body as properties text and, all or
+ * UPDATE_NAMESRV_CONFIG (proto/requests.md §2.18). Parses body as properties text and, all or
  * nothing:
  *  - refuses (NO_PERMISSION, remark "Can not update config in black list.")
  *    if any key is configBlackList, configStorePath, kvConfigPath,

@@ -32,7 +32,7 @@
 /*
  * A peer's clock anchor (a signed pull reply) is refreshed this often, so
  * the drift allowance added to it stays a few milliseconds (proto/gossip.md
- * §7.6); a younger but looser anchor replaces one older than this.
+ * proto/gossip.md §7.6); a younger but looser anchor replaces one older than this.
  */
 #define NSRV_GOSSIP_ANCHOR_REFRESH_MS 60000
 

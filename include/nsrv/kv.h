@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The KV config table (Java KVConfigManager, spec §4): namespace → key → value,
+ * The KV config table (Java KVConfigManager, proto/requests.md §4): namespace → key → value,
  * persisted as kvConfig.json ({"configTable":{ns:{k:v}}}, compact fastjson)
  * after every put and delete, atomically and with a ".bak" of the previous
  * content. Loop thread only. put/delete write the file themselves (blocking on
@@ -22,7 +22,8 @@
 
 #include "nsrv/buf.h"
 
-/* The namespace of ordered-topic queue layouts (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG, §3.8). */
+/* The namespace of ordered-topic queue layouts (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG,
+ * proto/route.md §8). */
 #define NSRV_KV_NS_ORDER_TOPIC "ORDER_TOPIC_CONFIG"
 
 /* Largest kvConfig.json (or .bak) that load reads; bigger files are refused, not truncated. */

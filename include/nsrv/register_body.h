@@ -2,8 +2,8 @@
 /*
  * Decoders (and test encoders) for the request bodies a broker sends to
  * register itself: REGISTER_BROKER (RegisterBrokerBody, JSON or zlib-compressed,
- * spec §2.5), QUERY_DATA_VERSION (DataVersion JSON, §2.4, §8.1) and
- * REGISTER_TOPIC_IN_NAMESRV (TopicRouteData JSON, §2.13).
+ * proto/requests.md §2.5), QUERY_DATA_VERSION (DataVersion JSON, proto/requests.md §2.4, §3.1) and
+ * REGISTER_TOPIC_IN_NAMESRV (TopicRouteData JSON, proto/requests.md §2.13).
  *
  * Pure code: no I/O, callable from any thread with its own arena. Every
  * decoded object lives in the caller's arena and is freed with it.
@@ -32,7 +32,7 @@
 /**
  * CRC-32/IEEE of data[0..len) masked with 0x7FFFFFFF, i.e. Java's
  * `CRC32.getValue() & 0x7FFFFFFF` as used for the `bodyCrc32` ext field
- * (spec §2.5 step 1). len 0 yields 0.
+ * (proto/requests.md §2.5 step 1). len 0 yields 0.
  */
 uint32_t nsrv_body_crc32(const void *data, size_t len);
 
@@ -40,7 +40,7 @@ uint32_t nsrv_body_crc32(const void *data, size_t len);
  * Decodes a REGISTER_BROKER body.
  *
  * The form is detected from the bytes, not trusted from the header, because
- * 5.x brokers label compressed bodies `compressed=false` (spec §2.5.2 note):
+ * 5.x brokers label compressed bodies `compressed=false` (proto/requests.md §2.5.2 note):
  *  - empty body: an empty topic table, DataVersion {0,0,0}, no filter list;
  *  - first non-whitespace byte '{': JSON. With version < NSRV_MQ_V3_0_11 the object is a
  *    bare TopicConfigSerializeWrapper, otherwise a RegisterBrokerBody;
@@ -52,7 +52,7 @@ uint32_t nsrv_body_crc32(const void *data, size_t len);
  *  - topics, mappings and curr_id_map are in body order; duplicates are kept
  *    (a Java broker never sends them; the consumer upserts, so the last wins);
  *  - a JSON TopicConfig's name is its `topicName` field (Java keys the route
- *    table by it, spec §2.5.1); without one, the map key is used;
+ *    table by it, proto/requests.md §2.5.1); without one, the map key is used;
  *  - a JSON mapping info's topic is its map key (the key Java's registerBroker
  *    stores it under); a compressed one's topic is its `topic` field;
  *  - mapping bname is never NULL (an info without bname is rejected), scope
@@ -104,7 +104,7 @@ int nsrv_register_body_decode_bounded(const uint8_t *body, size_t len, int32_t v
  * Decodes a DataVersion JSON object {"counter":..,"stateVersion":..,"timestamp":..}
  * (QUERY_DATA_VERSION body). Missing or null fields read as 0; numeric
  * strings are accepted. An empty body, `null` or a non-object is NSRV_EBODY:
- * the caller decides what a missing DataVersion means (spec §2.4: changed).
+ * the caller decides what a missing DataVersion means (proto/requests.md §2.4: changed).
  * @return 0 (out written) or NSRV_EBODY. The arena holds parse scratch only.
  */
 int nsrv_data_version_decode(const uint8_t *body, size_t len, nsrv_arena_t *arena,
@@ -112,7 +112,7 @@ int nsrv_data_version_decode(const uint8_t *body, size_t len, nsrv_arena_t *aren
 
 /**
  * Decodes the queueDatas of a REGISTER_TOPIC_IN_NAMESRV body (TopicRouteData
- * JSON, spec §2.13). An empty body, a `null` body, or a missing, null or
+ * JSON, proto/requests.md §2.13). An empty body, a `null` body, or a missing, null or
  * empty queueDatas gives 0 with *n = 0. Missing int fields read as 0 (Java
  * primitives). The list ends before the first null element or element
  * without brokerName: Java's registerTopic stops at such an entry, keeping

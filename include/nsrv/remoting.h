@@ -20,11 +20,11 @@
 #include "nsrv/mq_version.h"
 
 /* Netty's maxFrameLength in the Java server; it counts the 4-byte length too
- * (proto/remoting.md §2, reference §1.2). */
+ * (proto/remoting.md §2). */
 #define NSRV_FRAME_MAX_DEFAULT 16777216u
 /* The header length is the low 24 bits of the second word. */
 #define NSRV_HDR_LEN_MAX 0x00FFFFFFu
-/* Fixed part of a ROCKETMQ binary header (reference §1.4). */
+/* Fixed part of a ROCKETMQ binary header (proto/remoting.md §4). */
 #define NSRV_HDR_ROCKETMQ_FIXED 21u
 
 #define NSRV_SER_JSON 0
@@ -33,7 +33,7 @@
 #define NSRV_FLAG_RESPONSE 1
 #define NSRV_FLAG_ONEWAY 2
 
-/* LanguageCode (reference §0.4); name and binary code. */
+/* LanguageCode (proto/remoting.md §8.2); name and binary code. */
 #define NSRV_LANG_JAVA 0
 #define NSRV_LANG_CPP 1
 #define NSRV_LANG_DOTNET 2
@@ -130,7 +130,7 @@ const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd);
  * (omitted when !has_ext, {} when has_ext and no fields), flag, language
  * (name; omitted when unknown), opaque, remark (omitted when .ptr is NULL),
  * serializeTypeCurrentRPC, version. Ext entries in array order.
- * Binary header: reference §1.4; a remark that is absent or empty has length
+ * Binary header: proto/remoting.md §4; a remark that is absent or empty has length
  * 0; an unknown language is written as JAVA; ext entries in array order.
  * In both, ext entries with a NULL key or value are skipped; binary also skips
  * keys longer than 32767 bytes (int16 length).
@@ -141,8 +141,8 @@ const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd);
 int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd);
 
 /**
- * Prepares a response to req as the Java NameServer does (reference §1.5,
- * §1.7): flag exactly RESPONSE, opaque copied, language JAVA, version
+ * Prepares a response to req as the Java NameServer does (proto/remoting.md §5,
+ * proto/remoting.md §5): flag exactly RESPONSE, opaque copied, language JAVA, version
  * NSRV_MQ_CURRENT, the request's serialize type mirrored, no remark, no
  * ext, no body.
  */

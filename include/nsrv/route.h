@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The route table: RocketMQ's RouteInfoManager (spec §3) for one NameServer.
+ * The route table: RocketMQ's RouteInfoManager (proto/route.md) for one NameServer.
  *
  * Pure code: no I/O, no clock. Every call that depends on liveness takes the
  * caller's monotonic time `now_ms`. Loop thread only: the table has no locks.
@@ -44,16 +44,16 @@
 
 typedef struct nsrv_route nsrv_route_t;
 
-/* Runtime switches of NamesrvConfig that the route table reads (spec §5.1). */
+/* Runtime switches of NamesrvConfig that the route table reads (proto/requests.md §5.1). */
 typedef struct {
     bool support_acting_master;                 /* supportActingMaster (default false) */
     bool delete_topic_with_broker_registration; /* deleteTopicWithBrokerRegistration (false) */
 } nsrv_route_opts_t;
 
-/* Live-entry timeout when a broker sends no heartbeatTimeoutMillis (spec §3.2). */
+/* Live-entry timeout when a broker sends no heartbeatTimeoutMillis (proto/route.md §2). */
 #define NSRV_ROUTE_DEFAULT_TIMEOUT_MS 120000
 
-/* Topics with this prefix are exempt from the acting-master rewrite (spec §3.6). */
+/* Topics with this prefix are exempt from the acting-master rewrite (proto/route.md §6). */
 #define NSRV_ROUTE_SYNC_MEMBER_PREFIX "rmq_sys_SYNC_BROKER_MEMBER_"
 
 /** Creates an empty table with default options. Never NULL (aborts on OOM). */
@@ -106,7 +106,7 @@ typedef struct {
 } nsrv_register_result_t;
 
 /**
- * REGISTER_BROKER: the 5.x registerBroker algorithm (spec §3.3), also for
+ * REGISTER_BROKER: the 5.x registerBroker algorithm (proto/route.md §3), also for
  * 4.9.x brokers (acting_master -1), as a 5.x Java NameServer does.
  * A request without cluster, address or name changes nothing (Java hits an
  * NPE that it swallows) and reports NSRV_REG_OK with empty fields.
@@ -116,7 +116,7 @@ void nsrv_route_register_broker(nsrv_route_t *rt, const nsrv_register_req_t *req
                                 nsrv_register_result_t *res);
 
 /**
- * UNREGISTER_BROKER, applied at once by the 5.x procedure (spec §3.5): the live
+ * UNREGISTER_BROKER, applied at once by the 5.x procedure (proto/route.md §5): the live
  * entry goes, the address is removed from the broker name's BrokerData by
  * value, an emptied group is dropped with its queue data. NULL arguments: no-op.
  */
@@ -124,7 +124,7 @@ void nsrv_route_unregister_broker(nsrv_route_t *rt, const char *cluster, const c
                                   const char *name, int64_t id);
 
 /**
- * QUERY_DATA_VERSION (spec §2.4, 5.x rule). Returns `changed`: true when there
+ * QUERY_DATA_VERSION (proto/requests.md §2.4, 5.x rule). Returns `changed`: true when there
  * is no live entry for (cluster, addr), incoming is NULL (no body), or the
  * stored DataVersion differs. A live entry is refreshed (it counts as a
  * heartbeat), and its stored version copied to *stored with *has_stored set;
@@ -134,7 +134,7 @@ bool nsrv_route_query_data_version(nsrv_route_t *rt, const char *cluster, const 
                                    const nsrv_data_version_t *incoming, uint64_t now_ms,
                                    nsrv_data_version_t *stored, bool *has_stored);
 
-/** BROKER_HEARTBEAT (spec §2.7): refreshes the live entry if there is one. */
+/** BROKER_HEARTBEAT (proto/requests.md §2.7): refreshes the live entry if there is one. */
 void nsrv_route_broker_heartbeat(nsrv_route_t *rt, const char *cluster, const char *addr,
                                  uint64_t now_ms);
 
@@ -150,7 +150,7 @@ void nsrv_route_broker_heartbeat(nsrv_route_t *rt, const char *cluster, const ch
 size_t nsrv_route_conn_closed(nsrv_route_t *rt, uint64_t conn_id, uint64_t now_ms);
 
 /**
- * The expiry scan (scanNotActiveBroker, spec §3.7): removes every live entry
+ * The expiry scan (scanNotActiveBroker, proto/route.md §7): removes every live entry
  * with last_seen_ms + timeout_ms < now_ms by the 5.x unregister procedure and
  * reports its connection through the close callback.
  * @return number of live entries removed
@@ -164,10 +164,10 @@ typedef enum {
 } nsrv_route_json_t;
 
 /**
- * GET_ROUTEINFO_BY_TOPIC body (TopicRouteData, spec §3.6, §8.2).
+ * GET_ROUTEINFO_BY_TOPIC body (TopicRouteData, proto/route.md §6, §9).
  * @param order_conf KV ORDER_TOPIC_CONFIG[topic] when orderMessageEnable, else
  *                   NULL; written as orderTopicConf (part of the cache key)
- * @param zone       non-NULL and not blank: apply the zone filter (spec §2.8)
+ * @param zone       non-NULL and not blank: apply the zone filter (proto/requests.md §2.8)
  *                   and encode in DEFAULT mode whatever @p mode says; uncached
  * @param body,len   on success: bytes owned by the table, valid until the next
  *                   call into rt (no copy on the hot path)
@@ -177,26 +177,27 @@ int nsrv_route_topic_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_
                            const char *order_conf, const char *zone, uint64_t now_ms,
                            const char **body, size_t *len);
 
-/** GET_BROKER_CLUSTER_INFO body (§8.3), always default mode. Appends to out. */
+/** GET_BROKER_CLUSTER_INFO body (proto/requests.md §3.3), always default mode. Appends to out. */
 void nsrv_route_cluster_info(nsrv_route_t *rt, uint64_t now_ms, nsrv_buf_t *out);
 
 /**
- * GET_BROKER_MEMBER_GROUP body (§2.20, §8.6): the addresses of broker_name;
+ * GET_BROKER_MEMBER_GROUP body (proto/requests.md §2.20, §3.6): the addresses of broker_name;
  * cluster and broker_name echo the request (omitted when NULL). Appends to out.
  */
 void nsrv_route_member_group(nsrv_route_t *rt, const char *cluster, const char *broker_name,
                              uint64_t now_ms, nsrv_buf_t *out);
 
-/** WIPE_WRITE_PERM_OF_BROKER: clears PERM_WRITE; returns the topics touched (§2.10). */
+/** WIPE_WRITE_PERM_OF_BROKER: clears PERM_WRITE; returns the topics touched (proto/requests.md
+ * §2.10). */
 int nsrv_route_wipe_write_perm(nsrv_route_t *rt, const char *broker_name);
 /** ADD_WRITE_PERM_OF_BROKER: sets perm to exactly 6; returns the topics touched. */
 int nsrv_route_add_write_perm(nsrv_route_t *rt, const char *broker_name);
 
-/** DELETE_TOPIC_IN_NAMESRV (§2.12). cluster NULL or "": the whole topic. */
+/** DELETE_TOPIC_IN_NAMESRV (proto/requests.md §2.12). cluster NULL or "": the whole topic. */
 void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cluster);
 
 /**
- * REGISTER_TOPIC_IN_NAMESRV (§2.13): merges qds into the topic; stops silently
+ * REGISTER_TOPIC_IN_NAMESRV (proto/requests.md §2.13): merges qds into the topic; stops silently
  * at the first QueueData whose broker name has no BrokerData (a new topic is
  * then not created; an existing one keeps what was merged before).
  */
@@ -210,13 +211,14 @@ typedef enum {
     NSRV_TOPICS_UNIT_SUB_NOT_UNIT, /* 313: has UNIT_SUB and not UNIT */
 } nsrv_topic_filter_t;
 
-/** Appends {"topicList":[...]} (§2.11, §2.17, §8.4). */
+/** Appends {"topicList":[...]} (proto/requests.md §2.11, §2.17, §3.4). */
 void nsrv_route_topic_list(nsrv_route_t *rt, nsrv_topic_filter_t f, uint64_t now_ms,
                            nsrv_buf_t *out);
-/** GET_TOPICS_BY_CLUSTER (§2.15); an unknown cluster gives {"topicList":[]}. */
+/** GET_TOPICS_BY_CLUSTER (proto/requests.md §2.15); an unknown cluster gives {"topicList":[]}. */
 void nsrv_route_topics_by_cluster(nsrv_route_t *rt, const char *cluster, uint64_t now_ms,
                                   nsrv_buf_t *out);
-/** GET_SYSTEM_TOPIC_LIST_FROM_NS (§2.16): cluster and broker names, plus brokerAddr. */
+/** GET_SYSTEM_TOPIC_LIST_FROM_NS (proto/requests.md §2.16): cluster and broker names, plus
+ * brokerAddr. */
 void nsrv_route_system_topic_list(nsrv_route_t *rt, uint64_t now_ms, nsrv_buf_t *out);
 
 /** Live entries (for logs and status). Does not expire anything. */

@@ -23,7 +23,7 @@ static inline bool nsrv_data_version_eq(const nsrv_data_version_t *a,
            a->state_version == b->state_version;
 }
 
-/* PermName bits and TopicSysFlag bits (spec §3.2). */
+/* PermName bits and TopicSysFlag bits (proto/route.md §2). */
 #define NSRV_PERM_PRIORITY 8
 #define NSRV_PERM_READ 4
 #define NSRV_PERM_WRITE 2
@@ -31,7 +31,7 @@ static inline bool nsrv_data_version_eq(const nsrv_data_version_t *a,
 #define NSRV_TOPIC_FLAG_UNIT 1
 #define NSRV_TOPIC_FLAG_UNIT_SUB 2
 
-/* What the NameServer reads of a broker's TopicConfig (spec §2.5.1). */
+/* What the NameServer reads of a broker's TopicConfig (proto/requests.md §2.5.1). */
 typedef struct {
     const char *topic_name;
     int32_t read_queue_nums;  /* default 16 */
@@ -45,7 +45,7 @@ typedef struct {
     int32_t val;
 } nsrv_int_pair_t;
 
-/* TopicQueueMappingInfo (static topics, spec §8.2). */
+/* TopicQueueMappingInfo (static topics, proto/route.md §9). */
 typedef struct {
     const char *topic;
     const char *bname;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Command line of nsrvd, compatible with mqnamesrv (NamesrvStartup, §5.3):
+ * Command line of nsrvd, compatible with mqnamesrv (NamesrvStartup, proto/requests.md §5.3):
  * -c/--configFile, -p/--printConfigItem, -h/--help, -n/--namesrvAddr (accepted
  * and ignored, as in Java) plus --version and a leading subcommand word.
  * Like commons-cli's DefaultParser, a long option may also be written with a

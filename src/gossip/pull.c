@@ -7,7 +7,7 @@
  *   frame's length prefix ‖ request nonce) ‖ u64 BE src_inc ‖
  *   u64 BE src_mono_ms.
  * The responder's clock reading is signed and bound to the nonce, so the
- * requester can use it as a round-trip clock anchor (§7.6).
+ * requester can use it as a round-trip clock anchor (proto/gossip.md §7.6).
  * The decoder is incremental and keeps nothing it has not received: frame
  * buffers grow with the bytes that arrive, not with the declared length.
  */

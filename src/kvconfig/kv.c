@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The in-memory KV config table (Java KVConfigManager, spec §4) and its JSON
- * encodings (kvConfig.json, KVTable §8.5). No I/O here: persistence is
+ * The in-memory KV config table (Java KVConfigManager, proto/requests.md §4) and its JSON
+ * encodings (kvConfig.json, KVTable proto/requests.md §3.5). No I/O here: persistence is
  * delegated to kv_store.c. Loop thread only.
  */
 #include "nsrv/kv.h"
@@ -190,7 +190,7 @@ int nsrv_kv_delete(nsrv_kv_t *kv, const char *ns, const char *key) {
         entry_free(e);
         kv->generation++;
     }
-    /* Java's deleteKVConfig persists unconditionally; so do we (spec §2.3). */
+    /* Java's deleteKVConfig persists unconditionally; so do we (proto/requests.md §2.3). */
     return nsrv__kv_persist(kv);
 }
 

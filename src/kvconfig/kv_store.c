@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * kvConfig.json persistence (spec §4): parse at startup with a fallback to
+ * kvConfig.json persistence (proto/requests.md §4): parse at startup with a fallback to
  * "<path>.bak", and an atomic rewrite with a fresh ".bak" after every change
  * (src/base/fileio.c). The file is outside input: parsing never asserts and
  * is fuzzed by src/kvconfig/fuzz/fuzz_kv_load.c. Loop thread only; blocking.

@@ -2,7 +2,7 @@
 /*
  * Broker-side requests: REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION,
  * BROKER_HEARTBEAT. The last three count as
- * heartbeats (spec §2.4, §2.7).
+ * heartbeats (proto/requests.md §2.4, §2.7).
  */
 #include <inttypes.h>
 #include <string.h>

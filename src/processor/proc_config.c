@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* UPDATE_NAMESRV_CONFIG and GET_NAMESRV_CONFIG, spec §2.18-§2.19. */
+/* UPDATE_NAMESRV_CONFIG and GET_NAMESRV_CONFIG, proto/requests.md §2.18-§2.19. */
 #include <string.h>
 
 #include "nsrv/config.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Route, topic list, broker permission and member group requests (spec §2.8-§2.17, §2.20).
+ * Route, topic list, broker permission and member group requests (proto/requests.md §2.8-§2.17,
+ * §2.20).
  */
 #include <string.h>
 

@@ -88,7 +88,7 @@ void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
     resp->version = NSRV_MQ_CURRENT;
     resp->opaque = req->opaque;
     resp->flag = NSRV_FLAG_RESPONSE;
-    resp->ser_type = req->ser_type; /* mirror the request, as 4.9.x does (spec §1.7) */
+    resp->ser_type = req->ser_type; /* mirror the request, as 4.9.x does (proto/remoting.md §5) */
 }
 
 void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {

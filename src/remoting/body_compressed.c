@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * RegisterBrokerBody in its zlib-compressed form (spec §2.5.2): one zlib
+ * RegisterBrokerBody in its zlib-compressed form (proto/requests.md §2.5.2): one zlib
  * stream of length-prefixed items. Inflation is capped at
  * NSRV_REGISTER_BODY_MAX_INFLATED; every length and count is checked against
  * the bytes left before anything is allocated for it.
@@ -208,7 +208,7 @@ static void filter_list_from_bytes(nsrv_body_dctx_t *d, const uint8_t *p, size_t
     b->n_filter_servers = k;
 }
 
-/* Spec §2.5.2: DataVersion, T topic texts, filter list, [M mapping infos]. */
+/* proto/requests.md §2.5.2: DataVersion, T topic texts, filter list, [M mapping infos]. */
 static int parse_inflated(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, int32_t version,
                           nsrv_register_body_t *b) {
     nsrv_reader_t r;

@@ -4,8 +4,8 @@
  * and the helpers the JSON and compressed parts share: error reporting,
  * fastjson-like field casts, DataVersion. RegisterBrokerBody forms are told
  * apart by their bytes here; body_json.c and body_compressed.c parse them.
- * DataVersion (spec §8.1) and the queueDatas of TopicRouteData (§2.13) are
- * plain JSON and decoded here. Fuzzed by src/remoting/fuzz/fuzz_register_body.c.
+ * DataVersion (proto/requests.md §3.1) and the queueDatas of TopicRouteData (proto/requests.md
+ * §2.13) are plain JSON and decoded here. Fuzzed by src/remoting/fuzz/fuzz_register_body.c.
  */
 #include "nsrv/register_body.h"
 
@@ -187,7 +187,7 @@ int nsrv_register_body_decode_bounded(const uint8_t *body, size_t len, int32_t v
     nsrv_register_body_t b;
     memset(&b, 0, sizeof b);
     if (len == 0) {
-        *out = b; /* Java zeroes the DataVersion for a missing body (spec §2.5) */
+        *out = b; /* Java zeroes the DataVersion for a missing body (proto/requests.md §2.5) */
         return 0;
     }
     size_t i = 0;

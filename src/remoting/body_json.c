@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * RegisterBrokerBody in its JSON form (spec §2.5.1): the wrapper with the
+ * RegisterBrokerBody in its JSON form (proto/requests.md §2.5.1): the wrapper with the
  * topic table and, for brokers from V3_0_11 on, the queue mappings and the
  * filter server list. The mapping-info shape is shared with the compressed form.
  */
@@ -10,7 +10,7 @@
 #include "nsrv/common.h"
 #include "nsrv/json.h"
 
-/* TopicConfig bean defaults (Java TopicConfig field initialisers, spec §2.5.1). */
+/* TopicConfig bean defaults (Java TopicConfig field initialisers, proto/requests.md §2.5.1). */
 #define TOPIC_DEFAULT_QUEUE_NUMS 16
 #define TOPIC_DEFAULT_PERM (NSRV_PERM_READ | NSRV_PERM_WRITE)
 
@@ -70,7 +70,7 @@ static int curr_id_map_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
 }
 
 /*
- * TopicQueueMappingInfo (spec §8.2). key_topic is the map key of the JSON
+ * TopicQueueMappingInfo (proto/route.md §9). key_topic is the map key of the JSON
  * form, which is what Java stores the info under; NULL for the compressed
  * form, where Java keys by the info's own `topic` and fails without one.
  */

@@ -11,7 +11,7 @@
 
 #include "remoting_int.h"
 
-/* LanguageCode names indexed by code (reference §0.4). */
+/* LanguageCode names indexed by code (proto/remoting.md §8.2). */
 static const char *const language_names[] = {
     "JAVA",  "CPP",  "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY",
     "OTHER", "HTTP", "GO",     "PHP",    "OMS",    "RUST",   "NODE_JS",

@@ -104,7 +104,7 @@ static int read_i32(const nsrv_json_t *v, int32_t *out) {
 /*
  * LanguageCode: the enum name, or a number read as the ordinal. Unknown names,
  * out-of-range ordinals and odd types give -1 (Java's null) rather than an
- * error: the reference asks servers to accept any language (§0.4).
+ * error: the reference asks servers to accept any language (proto/remoting.md §8.2).
  */
 static int32_t read_language(const nsrv_json_t *v) {
     if (v->type == NSRV_JSON_STRING)

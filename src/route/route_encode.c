@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * JSON of TopicRouteData and BrokerData as fastjson 1.2.83 writes them
- * (spec §2.8, §8.2): fields in alphabetical order, null fields omitted.
+ * (proto/requests.md §2.8, proto/route.md §9): fields in alphabetical order, null fields omitted.
  *  - DEFAULT mode: bare numeric map keys, raw UTF-8, '/' unescaped.
  *  - STANDARD mode (BrowserCompatible, QuoteFieldNames, MapSortField):
  *    quoted keys, maps sorted (numerically for Long/Integer keys), non-ASCII
@@ -9,8 +9,8 @@
  * Maps are written sorted in both modes: Java's hash order is ascending for
  * small ids anyway, and no reader depends on it. Lists (queueDatas,
  * brokerDatas) follow the table's insertion order; clients sort them.
- * Also pickupTopicRouteData's selection (spec §3.6) and the zone filter of
- * ZoneRouteRPCHook (§2.8), which work on the encoded view. Loop thread only.
+ * Also pickupTopicRouteData's selection (proto/route.md §6) and the zone filter of
+ * ZoneRouteRPCHook (proto/requests.md §2.8), which work on the encoded view. Loop thread only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -70,7 +70,7 @@ static void write_addr_entry(nsrv_buf_t *out, bool *first, int64_t id, const cha
 }
 
 /*
- * brokerAddrs, sorted by id. With rewrite (acting master, spec §3.6 step 6)
+ * brokerAddrs, sorted by id. With rewrite (acting master, proto/route.md §6 step 6)
  * the smallest id's address is shown under 0; the table is not changed.
  */
 void nsrv__route_write_addrs(nsrv_buf_t *out, const rt_bname_t *b, nsrv_route_json_t mode,
@@ -234,7 +234,7 @@ static void write_filter_servers(const nsrv_route_t *rt, const bd_view_t *v, siz
     nsrv_buf_append_ch(out, '}');
 }
 
-/* Spec §3.6 step 6, on the view: the table keeps its real ids. */
+/* proto/route.md §6 step 6, on the view: the table keeps its real ids. */
 static void apply_acting_master(const rt_topic_t *t, bd_view_t *v, size_t nb) {
     static const char prefix[] = NSRV_ROUTE_SYNC_MEMBER_PREFIX;
     if (strncmp(t->name, prefix, sizeof prefix - 1) == 0)

@@ -189,7 +189,7 @@ void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd);
 void nsrv__route_cluster_add(nsrv_route_t *rt, const char *cluster, const char *name);
 rt_cluster_t *nsrv__route_cluster_find(const nsrv_route_t *rt, const char *cluster);
 
-/* The 5.x unregister of one request (spec §3.5), live entry included. */
+/* The 5.x unregister of one request (proto/route.md §5), live entry included. */
 void nsrv__route_unregister(nsrv_route_t *rt, const char *cluster, const char *addr,
                             const char *name, int64_t id);
 

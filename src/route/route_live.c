@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Broker liveness: the live table [brokerLiveTable], the filter-server table
- * that shares its key, heartbeats, connection close and expiry (spec §3.7).
+ * that shares its key, heartbeats, connection close and expiry (proto/route.md §7).
  * Loop thread only.
  *
  * The stale-unregister race (apache/rocketmq#11043). In a 5.x Java

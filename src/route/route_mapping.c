@@ -2,7 +2,7 @@
 /*
  * Static-topic mapping infos [topicQueueMappingInfoTable]: topic -> broker
  * name -> TopicQueueMappingInfo, emitted as topicQueueMappingByBroker in
- * routes (spec §3.3 step 10c, §8.2). Like Java, entries are never removed by
+ * routes (proto/route.md §3 step 10c, §9). Like Java, entries are never removed by
  * topic deletion or unregistration. Loop thread only.
  */
 #include <stdlib.h>

@@ -2,7 +2,7 @@
 /*
  * Read requests of the route table: GET_ROUTEINFO_BY_TOPIC (through the
  * per-topic body cache), cluster info, member group and the topic lists
- * (spec §2.8-§2.17, §2.20). Each first expires what is due, so answers do
+ * (proto/requests.md §2.8-§2.17, §2.20). Each first expires what is due, so answers do
  * not depend on when the periodic scan ran. Loop thread only.
  */
 #include "nsrv/route.h"
@@ -26,7 +26,7 @@ int nsrv_route_topic_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_
     if (!t)
         return -ENOENT;
     if (zone && !nsrv_is_blank_c(zone)) {
-        /* Zone-filtered replies are re-encoded in default mode (spec §2.8). */
+        /* Zone-filtered replies are re-encoded in default mode (proto/requests.md §2.8). */
         nsrv_buf_reset(&rt->scratch);
         int rc = nsrv__route_encode_route(rt, t, NSRV_ROUTE_JSON_DEFAULT, order_conf, zone,
                                           &rt->scratch);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * REGISTER_BROKER: 5.x RouteInfoManager.registerBroker, step by step as spec
- * §3.3 numbers it. Loop thread only.
+ * REGISTER_BROKER: 5.x RouteInfoManager.registerBroker, step by step as
+ * proto/route.md §3 numbers it. Loop thread only.
  *
  * 4.9.x brokers (no enableActingMaster ext, acting_master == -1) go through
  * the same algorithm with isOldVersionBroker = true, which is what a 5.x Java

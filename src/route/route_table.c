@@ -315,7 +315,7 @@ static void cluster_remove_name(nsrv_route_t *rt, const char *cluster, const cha
     }
 }
 
-/* ---- unregistration (spec §3.5) ---- */
+/* ---- unregistration (proto/route.md §5) ---- */
 
 /*
  * One request of 5.x unRegisterBroker, followed by the part of
@@ -385,7 +385,7 @@ static int operate_write_perm(nsrv_route_t *rt, const char *broker_name, bool wi
             qd->perm = perm;
             nsrv__route_topic_invalidate(qd->topic);
         }
-        count++; /* counted even when it was already so (spec §2.10) */
+        count++; /* counted even when it was already so (proto/requests.md §2.10) */
     }
     return count;
 }

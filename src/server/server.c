@@ -257,7 +257,8 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     exit_code = 0;
     /* Every KV and config change is on disk once the writer is drained (their replies
-     * went out before their connections closed); routes are never persisted (spec §5.6). */
+     * went out before their connections closed); routes are never persisted (proto/requests.md
+     * §5.6). */
     nsrv__durable_stop(srv);
     nsrv_log_notice("SERVER", "shutdown complete");
 

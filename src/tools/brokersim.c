@@ -147,7 +147,7 @@ void nsrv__bsim_broker_unreg_done(nsrv_bsim_broker_t *b) {
     finish_stop(b);
 }
 
-/* Graceful shutdown of one member (spec §6.5): UNREGISTER_BROKER to every
+/* Graceful shutdown of one member (proto/peers.md §1.5): UNREGISTER_BROKER to every
  * node it can talk to, then close. The batch is released when done. */
 static void begin_stop(nsrv_bsim_broker_t *b, nsrv_bsim_batch_t *batch) {
     if (b->state != NSRV_BSIM_BROKER_ACTIVE && b->state != NSRV_BSIM_BROKER_FROZEN)
@@ -223,7 +223,7 @@ static void do_link(nsrv_bsim_broker_t *b, nsrv_bsim_verb_t verb, uint32_t node)
 
 /* A topic-config change: one more topic, a new DataVersion, re-registration
  * of the active members (registerIncrementBrokerData sends the full table
- * here, which a nameserver treats the same, spec §6.2). */
+ * here, which a nameserver treats the same, proto/peers.md §1.2). */
 static int do_bump(nsrv_bsim_group_t *g, nsrv_bsim_t *sim) {
     nsrv__bsim_topics_bump(&g->topics, g->name, (int32_t)sim->opts.queues);
     g->dv.counter++;
@@ -629,7 +629,7 @@ static int run(nsrv_bsim_t *sim) {
     }
     if ((uint64_t)o->n_topics + o->n_shared + (o->sys_topics ? 1 : 0) == 1)
         nsrv_log_warn("BSIM", "a one-topic table is refused before the first full registration "
-                              "('register broker failed', spec §3.3 step 7)");
+                              "('register broker failed', proto/route.md §3 step 7)");
     uv_timer_init(&sim->loop, &sim->sweep_timer);
     sim->sweep_timer.data = sim;
     uv_timer_init(&sim->loop, &sim->duration_timer);

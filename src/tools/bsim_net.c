@@ -3,7 +3,7 @@
  * Links of the broker simulator: one TCP connection from one simulated
  * broker to one nameserver. Connects (and reconnects with exponential
  * backoff), writes REGISTER_BROKER / heartbeats / UNREGISTER_BROKER as a
- * 5.x broker does (spec §2.4-2.7, §6), matches responses by opaque,
+ * 5.x broker does (proto/requests.md §2.4-§2.7, proto/peers.md §1), matches responses by opaque,
  * measures registration latency and fails requests that time out.
  * Loop thread only. Server bytes are untrusted: frames are size-checked by
  * nsrv_bsim_rx_t and decoded by the remoting codec; bad ones drop the link.
@@ -234,7 +234,8 @@ void nsrv__bsim_link_send_register(nsrv_bsim_link_t *l) {
     char id[16], timeout[24];
     snprintf(id, sizeof(id), "%u", b->id);
     snprintf(timeout, sizeof(timeout), "%llu", (unsigned long long)o->hb_timeout_ms);
-    /* RegisterBrokerRequestHeader as a 5.x broker fills it (spec §2.5, §6.2). */
+    /* RegisterBrokerRequestHeader as a 5.x broker fills it (proto/requests.md §2.5, proto/peers.md
+     * §1.2). */
     nsrv_ext_field_t ext[10];
     size_t n = 0;
     ext[n++] = EXT("brokerAddr", b->addr);
@@ -267,7 +268,8 @@ void nsrv__bsim_link_send_heartbeat(nsrv_bsim_link_t *l) {
     size_t n = 0;
     int rc;
     if (o->heartbeat_code == NSRV_REQ_QUERY_DATA_VERSION) {
-        /* The compatibleWithOldNameSrv heartbeat: oneway, DataVersion body (spec §6.3). */
+        /* The compatibleWithOldNameSrv heartbeat: oneway, DataVersion body (proto/peers.md §1.3).
+         */
         int dv_len = snprintf(dv, sizeof(dv),
                               "{\"counter\":%lld,\"stateVersion\":%lld,"
                               "\"timestamp\":%lld}",

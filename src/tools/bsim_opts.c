@@ -22,7 +22,7 @@
 #define DEFAULT_DURATION_MS (600u * 1000u)
 /* The longest run we accept: a week. */
 #define MAX_DURATION_MS (7ull * 24 * 3600 * 1000)
-/* registerBrokerTimeoutMills of a 5.x broker (spec §6.2). */
+/* registerBrokerTimeoutMills of a 5.x broker (proto/peers.md §1.2). */
 #define DEFAULT_REQ_TIMEOUT_MS 24000
 /* Below 10 ms the timers, not the server, would be measured. */
 #define MIN_PERIOD_MS 10
@@ -35,7 +35,7 @@ void nsrv__bsim_opts_defaults(nsrv_bsim_opts_t *o) {
     o->n_topics = 10;
     o->queues = 8;
     o->sys_topics = true;
-    o->period_ms = 30000; /* registerNameServerPeriod (spec §6.2) */
+    o->period_ms = 30000; /* registerNameServerPeriod (proto/peers.md §1.2) */
     o->heartbeat_code = NSRV_REQ_QUERY_DATA_VERSION;
     o->ser_type = NSRV_SER_JSON;
     snprintf(o->addr_host, sizeof(o->addr_host), "127.0.0.1");

@@ -3,7 +3,7 @@
  * Private to the broker simulator: the runtime state shared by the event
  * loop code. One process, one libuv loop thread; every broker member has its
  * own TCP connection ("link") to every nameserver, because a nameserver
- * unregisters the broker whose registering connection closes (spec §3.7).
+ * unregisters the broker whose registering connection closes (proto/route.md §7).
  *
  *   group  = one brokerName: topic table, DataVersion, encoded body;
  *   broker = one member of a group (brokerId 0 master, 1..K slaves);
@@ -21,10 +21,10 @@
 #include "bsim_int.h"
 
 /* Outstanding requests per link. A broker waits for each registration round
- * to finish (spec §6.2), so more than a few in flight means the server is
+ * to finish (proto/peers.md §1.2), so more than a few in flight means the server is
  * not keeping up; further registrations are then skipped and counted. */
 #define NSRV_BSIM_PENDING_MAX 8
-/* UNREGISTER_BROKER timeout of a broker at shutdown (spec §6.5). */
+/* UNREGISTER_BROKER timeout of a broker at shutdown (proto/peers.md §1.5). */
 #define NSRV_BSIM_UNREG_TIMEOUT_MS 3000
 /* Stop writing to a link whose unsent bytes exceed this. */
 #define NSRV_BSIM_WRITE_QUEUE_MAX (8u * 1024 * 1024)

@@ -96,7 +96,7 @@ int nsrv__bsim_topics_encode(const nsrv_bsim_topics_t *t, const nsrv_data_versio
     b.data_version = *dv;
     b.topics = t->v;
     b.n_topics = t->n;
-    /* A broker always sends "filterServerList":[] (spec §2.5.1). */
+    /* A broker always sends "filterServerList":[] (proto/requests.md §2.5.1). */
     b.has_filter_servers = true;
     if (compressed)
         return nsrv_register_body_encode_compressed(&b, version, out);

@@ -27,7 +27,8 @@ sys.path.insert(0, str(REPO / "cluster-tests" / "lib"))
 
 import rmq  # noqa: E402  (cluster-tests/lib/rmq.py, the project's remoting client)
 
-# JDK 17 needs these for RocketMQ's direct-buffer and reflection tricks (peers-and-users.md C7).
+# JDK 17 needs these for RocketMQ's direct-buffer and reflection tricks
+# (the --add-opens list of RocketMQ's own start scripts).
 J17_OPTS = [
     "--add-opens", "java.base/java.nio=ALL-UNNAMED",
     "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",

@@ -180,7 +180,7 @@ def s7_compressed(B: PhaseB, key: str, version: str) -> None:
     for col, st in states.items():
         problems = [err] if err else []
         if col == "java" and version == "5.3.3":
-            # Known Java bug (protocol spec 2.5.2): the 5.x broker compresses the body but sends
+            # Known Java bug (proto/requests.md §2.5.2): the 5.x broker compresses the body but sends
             # compressed=false, and the Java NameServer fails to decode it.
             status = XFAIL if not st["registered"] else XPASS
             RESULTS.set(7, peer, version, col, status,

@@ -189,7 +189,7 @@ def main():
                 [v[0], v[1], v[2]], age, Bin(reg)])
         frames += struct.pack(">I", len(f)) + f
     # The end frame carries node 2's incarnation and monotonic clock, signed
-    # after the hash: the requester's round-trip clock anchor (spec §7.6).
+    # after the hash: the requester's round-trip clock anchor (proto/gossip.md §7.6).
     h = hashlib.blake2b(frames + nonce, digest_size=32).digest()
     sig = sk2.sign(b"nsrv-gossip-pull-v1" + h + struct.pack(">QQ", RESP_INC, RESP_MONO))
     end = mp([NIL, len(items), RESP_INC, RESP_MONO, Bin(sig), 1])

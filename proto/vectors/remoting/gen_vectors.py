@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Writes the golden remoting frames in this directory (see README.md).
 
-The frames are written out by hand from rocketmq-protocol.md §1.2-§1.4, not
+The frames are written out by hand from proto/remoting.md §2-§4, not
 produced by nsrvd's encoder, so the unit tests compare the C codec against an
 independent rendering. Run it from anywhere; it writes next to itself.
 """
@@ -24,26 +24,26 @@ def rmq_header(code, lang, version, opaque, flag, remark=b"", ext=()):
 
 
 VECTORS = {
-    # rocketmq-protocol.md §1.4 worked example, copied byte for byte.
+    # proto/remoting.md §4 worked example, copied byte for byte.
     "rmq_get_route_request.bin": bytes.fromhex(
         "0000002d" "01000029" "0069" "00" "01df" "00000001" "00000000" "00000000"
         "00000014" "0005" "746f706963" "00000009" "546f70696354657374"),
-    # rocketmq-protocol.md §1.3 sample header (observed from fastjson 1.2.83).
+    # proto/remoting.md §3 sample header (observed from fastjson 1.2.83).
     "json_get_route_request.bin": frame(0, b'{"code":105,"extFields":{"topic":"TopicTest"},'
                                           b'"flag":0,"language":"JAVA","opaque":7,'
                                           b'"serializeTypeCurrentRPC":"JSON","version":453}'),
-    # §2.8 TOPIC_NOT_EXIST reply to the request above; remark has a "\n".
+    # proto/requests.md §2.8 TOPIC_NOT_EXIST reply to the request above; remark has a "\n".
     "json_topic_not_exist_response.bin": frame(
         0, b'{"code":17,"flag":1,"language":"JAVA","opaque":7,'
            b'"remark":"No topic route info in name server for the topic: TopicTest\\n'
            b'See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.",'
            b'"serializeTypeCurrentRPC":"JSON","version":479}'),
-    # §2.2 GET_KV_CONFIG not found: extFields present but empty.
+    # proto/requests.md §2.2 GET_KV_CONFIG not found: extFields present but empty.
     "json_kv_not_found_response.bin": frame(
         0, b'{"code":22,"extFields":{},"flag":1,"language":"JAVA","opaque":3,'
            b'"remark":"No config item, Namespace: ORDER_TOPIC_CONFIG Key: TopicA",'
            b'"serializeTypeCurrentRPC":"JSON","version":479}'),
-    # §2.4 QUERY_DATA_VERSION reply: one ext field and a body.
+    # proto/requests.md §2.4 QUERY_DATA_VERSION reply: one ext field and a body.
     "json_query_data_version_response.bin": frame(
         0, b'{"code":0,"extFields":{"changed":"false"},"flag":1,"language":"JAVA",'
            b'"opaque":12,"serializeTypeCurrentRPC":"JSON","version":479}',

@@ -175,7 +175,7 @@ static void check_write(const char *in, size_t len, nsrv_json_esc_t mode, const 
 
 static void test_writer_modes(void **state) {
     (void)state;
-    /* The spec's example brokerName broker-中/"x (§8.2). */
+    /* The documented example brokerName broker-中/"x (proto/route.md §9). */
     const char *name = "broker-\xE4\xB8\xAD/\"x";
     check_write(name, strlen(name), NSRV_JSON_ESC_BROWSER, "\"broker-\\u4E2D\\/\\\"x\"");
     check_write(name, strlen(name), NSRV_JSON_ESC_DEFAULT, "\"broker-\xE4\xB8\xAD/\\\"x\"");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Defaults (against the §2.19 list), loading a -c file, strict validation,
+/* Defaults (against the proto/requests.md §2.19 list), loading a -c file, strict validation,
  * unknown keys, rendering, and the example file staying in sync. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +18,7 @@
 #include "nsrv/fileio.h"
 #include "testlib.h"
 
-/* rocketmq-protocol.md §2.19, verbatim: the Java 5.x default body with
+/* proto/requests.md §2.19, verbatim: the Java 5.x default body with
  * user.home=/srv/nsrv-home and ROCKETMQ_HOME=/opt/rocketmq. */
 static const char java_default_body[] =
     "bindAddress=0.0.0.0\n"
@@ -195,7 +195,7 @@ static void test_home_paths(void **state) {
 
 static void test_key_table(void **state) {
     (void)state;
-    /* 40 Java keys (§2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
+    /* 40 Java keys (proto/requests.md §2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
      * maxConnections, totalOutputLimitBytes, totalInputLimitBytes, registerMaxTopics,
      * registerMaxDecodedBytes, 2 status keys and 13 gossip keys. */
     assert_int_equal(nsrv_config_key_count(), 63);

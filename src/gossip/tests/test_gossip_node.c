@@ -833,7 +833,7 @@ static void test_returning_broker_is_announced_by_a_delta(void **state) {
  * its own delay. A digest captured up to 30 s earlier and replayed to a restarted node (its replay
  * window is empty, so the copy is new to it) therefore maps every age up to 30 s later than the
  * real heartbeat, and the max-merge keeps that: the broker stays alive up to ~30 s longer than
- * TIMEOUT after its last heartbeat anywhere (gossip-design §6.5 item 7 is broken by the full replay
+ * TIMEOUT after its last heartbeat anywhere (proto/gossip.md §9.4 is broken by the full replay
  * delay). The same happens when a peer's first datagram after its own restart is held back.
  */
 static void test_replay_to_restarted_node_cannot_stretch_liveness(void **state) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The safety property of gossip-design.md §6.5 item 7 (proto/gossip.md §9.4)
+ * The safety property of proto/gossip.md §9.4
  * over random schedules, many seeds: at any node and any time t, if the node
  * serves a broker (live entry or a route naming it) then some node received
  * a direct heartbeat from that broker at or after t - timeout - EPS.
@@ -31,7 +31,7 @@
  *
  * EPS = the largest one-way delay used + 1 ms per second simulated (the
  * clock-offset rise cap, proto/gossip.md §9.2) + 2 ms of rounding: the bound
- * gossip-design.md states. The engine promises more (proto/gossip.md §9.4:
+ * the design states. The engine promises more (proto/gossip.md §9.4:
  * ages are mapped with a round-trip anchor, a lower bound, so with clocks
  * that run at one rate a reported last-seen time is never later than the
  * real heartbeat), and that is checked too (STRICT_LEAD_MS).
@@ -213,7 +213,7 @@ static void restart(world_t *w, uint8_t i) {
  * 30-90 s, longer than the clock-offset window, then lets the datagrams of
  * the last 25 s through at once, late but fresh enough to be accepted. The
  * first of them is the only clock sample the receiver has left; its delay
- * must not date the ages it carries (proto/gossip.md §9.2 rise cap, §7.6
+ * must not date the ages it carries (proto/gossip.md §9.2 rise cap, proto/gossip.md §7.6
  * anchors).
  */
 static void hold_start(world_t *w) {

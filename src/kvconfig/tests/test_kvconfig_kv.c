@@ -62,7 +62,7 @@ static void test_put_get_delete(void **state) {
 
     assert_int_equal(nsrv_kv_delete(kv, "NS", "k"), 0);
     assert_null(nsrv_kv_get(kv, "NS", "k"));
-    /* The namespace stays after its last key is gone (spec §2.3). */
+    /* The namespace stays after its last key is gone (proto/requests.md §2.3). */
     assert_true(nsrv_kv_has_namespace(kv, "NS"));
     /* Deleting a missing key, or in a missing namespace, is fine and creates nothing. */
     assert_int_equal(nsrv_kv_delete(kv, "NS", "k"), 0);
@@ -128,7 +128,7 @@ static void test_file_encoding_exact(void **state) {
     assert_int_equal(nsrv_kv_put(kv, NSRV_KV_NS_ORDER_TOPIC, "TopicTest", "broker-a:2"), 0);
     assert_file_text(kv, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"broker-a:2\","
                          "\"T2\":\"broker-a:8\"},\"SOME_NS\":{\"k\":\"v\"}}}");
-    /* An emptied namespace is written as {} (spec §4). */
+    /* An emptied namespace is written as {} (proto/requests.md §4). */
     assert_int_equal(nsrv_kv_delete(kv, "SOME_NS", "k"), 0);
     assert_file_text(kv, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"broker-a:2\","
                          "\"T2\":\"broker-a:8\"},\"SOME_NS\":{}}}");

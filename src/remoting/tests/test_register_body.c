@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Tests of the registration body decoders (include/nsrv/register_body.h):
- * the spec's JSON and compressed samples (spec §2.5.1, §2.5.2), 4.9.x and
+ * the documented JSON and compressed samples (proto/requests.md §2.5.1, §2.5.2), 4.9.x and
  * pre-3.0.11 shapes, form sniffing, the masked CRC, DataVersion and
  * queueDatas decoding, encoder round trips and hostile inputs.
  * The golden bodies here are also stored in proto/vectors/register/.
@@ -34,7 +34,7 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* §2.5.1, verbatim. */
+/* proto/requests.md §2.5.1, verbatim. */
 static const char SAMPLE_5X_JSON[] =
     "{\"filterServerList\":[],\n"
     " \"topicConfigSerializeWrapper\":{\n"
@@ -130,7 +130,7 @@ static const char MAPPING_JSON[] =
     "{\"bname\":\"broker-a\",\"currIdMap\":{0:0},\"dirty\":false,\"epoch\":3,\"scope\":"
     "\"__global__\",\"topic\":\"TopicTest\",\"totalQueues\":8}";
 
-/* The observed inflated payload of §2.5.2, byte for byte. */
+/* The observed inflated payload of proto/requests.md §2.5.2, byte for byte. */
 static void build_observed_479(nsrv_buf_t *raw) {
     static const char dv[] = "{\"counter\":0,\"stateVersion\":0,\"timestamp\":1}";
     static const char topic[] = "TopicTest 4 4 6 SINGLE_TAG {}";
@@ -787,7 +787,7 @@ static void test_queue_datas_decode(void **state) {
     nsrv_queue_data_t *q = (nsrv_queue_data_t *)1;
     size_t n = 99;
     char err[128];
-    /* §8.2 default-mode sample. */
+    /* proto/route.md §9 default-mode sample. */
     const char *route =
         "{\"brokerDatas\":[{\"brokerAddrs\":{0:\"192.168.0.1:10911\",1:\"192.168.0.2:10911\"},"
         "\"brokerName\":\"broker-a\",\"cluster\":\"DefaultCluster\",\"enableActingMaster\":false}],"

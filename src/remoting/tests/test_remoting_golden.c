@@ -53,7 +53,7 @@ static void assert_str(nsrv_str_t s, const char *want) {
     assert_int_equal(s.ptr[s.len], '\0');
 }
 
-/* rocketmq-protocol.md §1.4, typed in from the document. */
+/* proto/remoting.md §4, typed in from the document. */
 static const uint8_t spec_1_4_frame[49] = {
     0x00, 0x00, 0x00, 0x2d, 0x01, 0x00, 0x00, 0x29, 0x00, 0x69, 0x00, 0x01, 0xdf,
     0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -109,7 +109,7 @@ static void test_spec_binary_example(void **state) {
     nsrv_free(v.data);
 }
 
-/* rocketmq-protocol.md §1.3, the observed fastjson header. */
+/* proto/remoting.md §3, the observed fastjson header. */
 static const char spec_1_3_header[] =
     "{\"code\":105,\"extFields\":{\"topic\":\"TopicTest\"},\"flag\":0,\"language\":\"JAVA\","
     "\"opaque\":7,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":453}";

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Admin and listing requests on the route table: wipe/add write perm (§2.10),
- * delete topic (§2.12), register topic (§2.13), topic lists (§2.11, §2.15,
- * §2.16, §2.17) and member group (§2.20).
+ * Admin and listing requests on the route table: wipe/add write perm (proto/requests.md §2.10),
+ * delete topic (proto/requests.md §2.12), register topic (proto/requests.md §2.13), topic lists
+ * (proto/requests.md §2.11, §2.15, proto/requests.md §2.16, §2.17) and member group
+ * (proto/requests.md §2.20).
  */
 #include "route_test.h"
 

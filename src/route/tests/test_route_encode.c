@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GET_ROUTEINFO_BY_TOPIC bodies: the spec §8.2 samples byte for byte in both
- * modes, escaping, the zone filter (§2.8), the acting-master rewrite (§3.6),
- * orderTopicConf, and the per-topic body cache and its invalidation.
+ * GET_ROUTEINFO_BY_TOPIC bodies: the proto/route.md §9 samples byte for byte in both
+ * modes, escaping, the zone filter (proto/requests.md §2.8), the acting-master rewrite
+ * (proto/route.md §6), orderTopicConf, and the per-topic body cache and its invalidation.
  */
 #include "route_test.h"
 
@@ -11,7 +11,7 @@
 #define SA "192.168.0.2:10911"
 #define T0 1000
 
-/* broker-a: master MA + slave SA, topic TopicTest 4/4/6/0 (spec §8.2 samples). */
+/* broker-a: master MA + slave SA, topic TopicTest 4/4/6/0 (proto/route.md §9 samples). */
 static void sample_cluster(nsrv_route_t *rt, const char *zone) {
     rt_reg_t m, s;
     rt_reg_init(&m, C, MA, "broker-a", 0);

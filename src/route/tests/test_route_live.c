@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Liveness (spec §3.7, §2.4, §2.7): expiry boundaries, per-broker timeouts,
- * read-time filtering, QUERY_DATA_VERSION and BROKER_HEARTBEAT refreshes,
- * the connection-close callback.
+ * Liveness (proto/route.md §7, proto/requests.md §2.4, §2.7): expiry boundaries, per-broker
+ * timeouts, read-time filtering, QUERY_DATA_VERSION and BROKER_HEARTBEAT refreshes, the
+ * connection-close callback.
  */
 #include "route_test.h"
 

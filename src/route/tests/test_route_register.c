@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * REGISTER_BROKER rules of spec §3.3 (5.x registerBroker), one test per rule,
+ * REGISTER_BROKER rules of proto/route.md §3 (5.x registerBroker), one test per rule,
  * 4.9.x brokers included. Time is injected.
  */
 #include "route_test.h"
@@ -251,7 +251,8 @@ static void test_address_changing_id_drops_stale_id(void **state) {
     nsrv_route_destroy(&rt);
 }
 
-/* §3.3 step 6: an id held by a live address with a newer stateVersion rejects the newcomer. */
+/* proto/route.md §3 step 6: an id held by a live address with a newer stateVersion rejects the
+ * newcomer. */
 static void test_state_version_conflict(void **state) {
     (void)state;
     nsrv_route_t *rt = nsrv_route_create();
@@ -295,7 +296,8 @@ static void test_state_version_conflict(void **state) {
     nsrv_route_destroy(&rt);
 }
 
-/* §3.3 step 7: one topic before the first full registration fails, leaving an empty BrokerData. */
+/* proto/route.md §3 step 7: one topic before the first full registration fails, leaving an empty
+ * BrokerData. */
 static void test_single_topic_guard(void **state) {
     (void)state;
     nsrv_route_t *rt = nsrv_route_create();

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Unregistration (spec §3.5): UNREGISTER_BROKER, connection close, and the
+ * Unregistration (proto/route.md §5): UNREGISTER_BROKER, connection close, and the
  * stale-unregister race of apache/rocketmq#11043.
  */
 #include "route_test.h"
