@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import random
 import signal
 import socket
 import threading
@@ -178,7 +179,8 @@ class Node:
 
     # ---- process
 
-    def start(self, wait: bool = True, overrides: Optional[Mapping[str, Any]] = None) -> "Node":
+    def start(self, wait: bool = True, overrides: Optional[Mapping[str, Any]] = None,
+              env: Optional[Mapping[str, str]] = None) -> "Node":
         name = f"node{self.id}" if self.starts == 0 else f"node{self.id}-r{self.starts}"
         self.starts += 1
         cfg = dict(self.config)
@@ -187,7 +189,7 @@ class Node:
         self.close_conn()
         if self.proc is not None:
             self.past_procs.append(self.proc)
-        self.proc = NsrvdProcess(self.binary, self.workdir, cfg, port=self.port, name=name)
+        self.proc = NsrvdProcess(self.binary, self.workdir, cfg, port=self.port, name=name, env=env)
         self.exec_time = time.monotonic()
         self.proc.start(wait_boot=False)
         if wait:
@@ -461,9 +463,13 @@ class Relay:
     """Listens on one port (UDP and TCP) on 127.0.0.1 and forwards to ``target_port``.
     UDP: every datagram is recorded; ``hold()`` keeps them instead of forwarding, ``release()``
     sends the held ones (late, in order). TCP: each connection is relayed both ways; the
-    client's bytes and the count of bytes answered are recorded in ``tcp_sessions``."""
+    client's bytes and the count of bytes answered are recorded in ``tcp_sessions``. ``drop``:
+    the share of datagrams silently lost (seeded; TCP is never dropped, as TCP retransmits)."""
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, drop: float = 0.0, seed: int = 1) -> None:
+        self.drop = drop
+        self.rng = random.Random(seed)
+        self.dropped = 0
         self.target = ("127.0.0.1", target_port)
         self.port = free_port_pair()
         self.udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -497,6 +503,9 @@ class Relay:
             except OSError:
                 return
             with self.lock:
+                if self.drop and self.rng.random() < self.drop:
+                    self.dropped += 1
+                    continue
                 c = Captured(time.monotonic(), data, not self.holding)
                 self.captured.append(c)
                 if self.holding:

@@ -236,7 +236,7 @@ typedef struct {
     uint8_t dst;          /* a peer id, or NSRV_GOSSIP_DST_ANY */
     uint32_t budget;      /* NSRV_GOSSIP_DGRAM_MIN..NSRV_GOSSIP_DGRAM_MAX */
     uint64_t now_mono_ms; /* local monotonic clock */
-    int64_t now_wall_ms;  /* local wall clock (freshness only) */
+    int64_t now_wall_ms;  /* local wall clock (the informational wall_ms field) */
 } nsrv_gossip_send_opts_t;
 
 /*

@@ -156,7 +156,13 @@ int nsrv_gossip_node_serve_pull(nsrv_gossip_node_t *n, const uint8_t *req, size_
 
 /* Status (JSON value) and metrics (Prometheus lines). */
 void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out);
-void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out);
+void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out);
+/*
+ * True while gossip was refused in the last NSRV_GOSSIP_REFUSAL_HEALTH_MS
+ * for a reason other than a replay or a previous incarnation; appends one
+ * line saying which peer and why to why (may be NULL).
+ */
+bool nsrv_gossip_node_degraded(const nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *why);
 /* "peer:<id>" for a broker last reported by a peer, or NULL. */
 const char *nsrv_gossip_node_source(nsrv_gossip_node_t *n, const nsrv_route_live_info_t *li);
 

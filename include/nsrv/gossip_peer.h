@@ -27,9 +27,8 @@
 #include "nsrv/gossip_msg.h"
 #include "nsrv/gossip_timing.h"
 
-/* Freshness window on the sender's wall clock (discv4 uses 20 s). */
-#define NSRV_GOSSIP_MAX_SKEW_MS 30000
-/* An incarnation further than this ahead of our wall clock is refused. */
+/* An incarnation further than this ahead of our wall clock is refused: the
+ * only use of the wall clock on receipt (clocks may differ by up to a day). */
 #define NSRV_GOSSIP_INC_FUTURE_MS (24 * 3600 * 1000LL)
 /* Replay window width in sequence numbers. */
 #define NSRV_GOSSIP_WINDOW 256
@@ -95,7 +94,7 @@ const nsrv_gossip_key_t *nsrv_gossip_peer_keys(const nsrv_gossip_peer_t *p, size
  * The UDP receive pipeline, cheapest check first and the signature last:
  *   size (len <= max_dgram), version, cluster, src configured, source IP ==
  *   the peer's configured IP (port not compared), key_id configured, dst
- *   (my_id or 255), |now_wall - wall_ms| <= 30 s, incarnation (not below the
+ *   (my_id or 255), incarnation (not below the
  *   stored one, not above now_wall + 24 h), type (1..4), replay window peek,
  *   body decode (into arena), Ed25519 signature;
  * then, only when everything passed, the commit: a higher incarnation resets

@@ -151,9 +151,16 @@ static void collect_cb(void *ud, const nsrv_route_live_info_t *li) {
     nsrv__ident_t *i =
         nsrv__ident_put(c->n, bkey, nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name),
                         li->broker_id, nsrv_str_c(li->broker_addr), c->now);
-    if (c->changed_only && i->sent && nsrv_data_version_eq(&i->sent_dv, &li->data_version) &&
-        i->sent_created == li->created_ms)
-        return;
+    bool changed = !i->sent || !nsrv_data_version_eq(&i->sent_dv, &li->data_version) ||
+                   i->sent_created != li->created_ms;
+    if (changed) {
+        /* News: this send, then NSRV_GOSSIP_DELTA_REPEATS more deltas. */
+        i->repeats = NSRV_GOSSIP_DELTA_REPEATS;
+    } else if (c->changed_only) {
+        if (i->repeats == 0)
+            return;
+        i->repeats--;
+    }
     i->sent = true;
     i->sent_dv = li->data_version;
     i->sent_created = li->created_ms;
@@ -197,12 +204,12 @@ static int cmp_tomb(const void *a, const void *b) {
     return (x->age_ms > y->age_ms) - (x->age_ms < y->age_ms);
 }
 
-static void send_tombs(nsrv_gossip_node_t *n, uint8_t dst, bool unsent_only, uint64_t now_mono,
+static void send_tombs(nsrv_gossip_node_t *n, uint8_t dst, bool repeating_only, uint64_t now_mono,
                        int64_t now_wall) {
     nsrv_gossip_tomb_t *t = n->n_tombs ? nsrv_malloc(n->n_tombs * sizeof *t) : NULL;
     size_t k = 0;
     for (size_t i = 0; i < n->n_tombs; i++) {
-        if (unsent_only && n->tombs[i].sent)
+        if (repeating_only && n->tombs[i].deltas > NSRV_GOSSIP_DELTA_REPEATS)
             continue;
         uint64_t age = now_mono - n->tombs[i].event_ms;
         t[k++] = (nsrv_gossip_tomb_t){n->tombs[i].bkey, n->tombs[i].dv, NSRV_GOSSIP_TOMB_UNREGISTER,
@@ -287,8 +294,6 @@ void nsrv_gossip_node_send_full(nsrv_gossip_node_t *n, uint64_t now_mono, int64_
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++)
         send_full_to(n, nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i)), e, k, now_mono,
                      now_wall);
-    for (size_t i = 0; i < n->n_tombs; i++)
-        n->tombs[i].sent = true;
     nsrv_free(e);
 }
 
@@ -297,7 +302,7 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
     size_t k = collect_direct(n, now_mono, true, &e);
     bool new_tombs = false;
     for (size_t i = 0; i < n->n_tombs; i++)
-        new_tombs |= !n->tombs[i].sent;
+        new_tombs |= n->tombs[i].deltas <= NSRV_GOSSIP_DELTA_REPEATS;
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         uint8_t dst = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
         if (k) {
@@ -309,7 +314,8 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
             send_tombs(n, dst, true, now_mono, now_wall);
     }
     for (size_t i = 0; i < n->n_tombs; i++)
-        n->tombs[i].sent = true;
+        if (n->tombs[i].deltas <= NSRV_GOSSIP_DELTA_REPEATS)
+            n->tombs[i].deltas++;
     nsrv_free(e);
 }
 
@@ -338,7 +344,7 @@ void nsrv_gossip_node_on_unregister(nsrv_gossip_node_t *n, const char *cluster, 
         n->tombs = nsrv_realloc(n->tombs, n->cap_tombs * sizeof n->tombs[0]);
     }
     uint64_t bkey = nsrv_gossip_bkey(nsrv_str_c(cluster), nsrv_str_c(name), id, nsrv_str_c(addr));
-    n->tombs[n->n_tombs++] = (nsrv__tomb_t){bkey, dv, now_mono, false};
+    n->tombs[n->n_tombs++] = (nsrv__tomb_t){bkey, dv, now_mono, 0};
 }
 
 /* ---- receiving ---- */
@@ -402,8 +408,10 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     n->c.bytes_recv += len;
     int rc = nsrv_gossip_peer_check(n->peers, n->o.node_id, n->cluster, d, len, from, now_mono,
                                     now_wall, &m, &n->arena, &p);
-    if (rc != 0)
+    if (rc != 0) {
+        nsrv__note_refusal(n, d, len, from, rc, false, now_mono);
         return rc;
+    }
     uint8_t pid = nsrv_gossip_peer_id(p);
     nsrv_gossip_peer_info_t info;
     nsrv_gossip_peer_info(p, &info);
@@ -512,7 +520,7 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
     nsrv_buf_append_ch(out, '}');
 }
 
-void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out) {
+void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
     nsrv_buf_printf(out,
                     "# TYPE nsrvd_gossip_bytes_sent_total counter\n"
                     "nsrvd_gossip_bytes_sent_total %" PRIu64 "\n"
@@ -534,4 +542,5 @@ void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out) {
     for (int r = 0; r < NSRV_GOSSIP_NREASONS; r++)
         nsrv_buf_printf(out, "nsrvd_gossip_packets_total{result=\"%s\"} %" PRIu64 "\n",
                         nsrv_gossip_reason_name(NSRV_GOSSIP_ESIZE - r), rej[r]);
+    nsrv__refusal_metrics(n, out, now_mono);
 }

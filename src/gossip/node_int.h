@@ -31,6 +31,7 @@ typedef struct {
     uint64_t via_seen_ms; /* that report, on our clock */
     uint64_t touched_ms;  /* last time the route table had it */
     bool sent;            /* a delta or digest carried it */
+    uint8_t repeats;      /* deltas still to carry it (NSRV_GOSSIP_DELTA_REPEATS) */
     nsrv_data_version_t sent_dv;
     uint64_t sent_created; /* the live entry it carried: a returning broker is news */
 } nsrv__ident_t;
@@ -46,8 +47,16 @@ typedef struct {
     uint64_t bkey;
     nsrv_data_version_t dv;
     uint64_t event_ms;
-    bool sent;
+    uint8_t deltas; /* deltas that carried it (up to 1 + NSRV_GOSSIP_DELTA_REPEATS) */
 } nsrv__tomb_t;
+
+/* The last refusal of gossip claiming one sender (node_refusal.c). */
+typedef struct {
+    uint64_t at, bad_at; /* last refusal; last one that degrades /health */
+    int reason;
+    uint64_t logged_at, quiet; /* rate-limited log line; refusals not logged since */
+    int logged_reason;
+} nsrv__refusal_t;
 
 /* Everything the engine keeps about one peer (besides its security state in
  * nsrv_gossip_peer_t, which the peer table owns). */
@@ -65,6 +74,7 @@ typedef struct {
     uint64_t pull_sent_at;
     nsrv_gossip_pull_dec_t *dec;
     uint64_t last_pull_ok, last_pull_fail;
+    nsrv__refusal_t refused;
 } nsrv__peer_state_t;
 
 /* One queued output; its bytes live in the outbox buffer. */
@@ -84,6 +94,7 @@ struct nsrv_gossip_node {
     nsrv__peer_state_t *ps[256];
     nsrv__tomb_t *tombs;
     size_t n_tombs, cap_tombs;
+    nsrv__refusal_t refused_unknown;
     uint32_t round;
     /* schedule, on the local monotonic clock; next_sync 0 = off */
     bool started;
@@ -117,6 +128,11 @@ void nsrv__pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
 void nsrv__pull_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
 /* Abandons pulls older than NSRV_GOSSIP_PULL_DEADLINE_MS; returns the next pull deadline. */
 uint64_t nsrv__pull_expire(nsrv_gossip_node_t *n, uint64_t now_mono);
+
+/* node_refusal.c */
+void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
+                        const struct sockaddr *from, int reason, bool tcp, uint64_t now);
+void nsrv__refusal_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out, uint64_t now);
 
 /* node_sched.c */
 void nsrv__emit(nsrv_gossip_node_t *n, uint8_t kind, uint8_t peer, uint32_t pull_id, const void *d,

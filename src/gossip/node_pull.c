@@ -342,8 +342,10 @@ int nsrv_gossip_node_serve_pull(nsrv_gossip_node_t *n, const uint8_t *req, size_
     nsrv_gossip_peer_t *p = NULL;
     int rc = nsrv_gossip_peer_check_pull(n->peers, n->o.node_id, n->cluster, req, len, from,
                                          now_mono, now_wall, &m, &n->arena, &p);
-    if (rc != 0)
+    if (rc != 0) {
+        nsrv__note_refusal(n, req, len, from, rc, true, now_mono);
         return rc;
+    }
     serve_ctx_t s = {&n->arena, NULL, 0, 0, m.body.pull.n ? m.body.pull.keys : NULL, m.body.pull.n};
     nsrv_route_foreach_live(n->rt, now_mono, serve_collect_cb, &s);
     nsrv_gossip_pull_enc_t enc;

@@ -256,8 +256,8 @@ static void offset_sample(nsrv_gossip_peer_t *p, uint64_t now_mono, uint64_t src
      * Falls at once, rises toward the window minimum no faster than
      * NSRV_GOSSIP_OFF_RISE_PPM. Without the cap, a peer silent for a minute
      * (or whose packets an attacker held back) would have its offset set by
-     * the next, possibly delayed, packet: a delay of up to the 30 s freshness
-     * window would become 30 s of extra liveness. Real drift is ~100 ppm.
+     * the next, possibly delayed, packet: its delay would become extra
+     * liveness. Real drift is ~100 ppm.
      */
     if (!p->has_off || m <= p->off) {
         p->off = m;
@@ -407,11 +407,10 @@ static int check(nsrv_gossip_peers_t *t, uint8_t my_id, const char *cluster, con
         rc = NSRV_GOSSIP_EDST;
         goto reject;
     }
-    uint64_t skew = m.wall_ms > wall_now ? m.wall_ms - wall_now : wall_now - m.wall_ms;
-    if (skew > NSRV_GOSSIP_MAX_SKEW_MS) {
-        rc = NSRV_GOSSIP_ESTALE_TIME;
-        goto reject;
-    }
+    /* No wall-clock freshness check (proto/gossip.md §8): the replay window of
+     * the sender's incarnation refuses what was seen, and ages are mapped
+     * through the monotonic anchor, so a late datagram cannot stretch a
+     * broker's life. wall_ms is informational. */
     if (p->has_inc && m.src_inc < p->inc) {
         rc = NSRV_GOSSIP_EOLD_INC;
         goto reject;

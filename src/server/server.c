@@ -79,6 +79,7 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
     if (srv->gossip) {
         srv->gossip_status = NULL;
         srv->gossip_metrics = NULL;
+        srv->gossip_degraded = NULL;
         srv->liveness_source = NULL;
         nsrv_gossip_stop(srv->gossip);
         srv->gossip = NULL;
@@ -180,7 +181,12 @@ static void gossip_status_hook(void *ud, nsrv_buf_t *out) {
 
 static void gossip_metrics_hook(void *ud, nsrv_buf_t *out) {
     nsrv_server_t *srv = ud;
-    nsrv_gossip_node_metrics(nsrv_gossip_engine(srv->gossip), out);
+    nsrv_gossip_node_metrics(nsrv_gossip_engine(srv->gossip), nsrv_now_mono_ms(), out);
+}
+
+static bool gossip_degraded_hook(void *ud, nsrv_buf_t *why) {
+    nsrv_server_t *srv = ud;
+    return nsrv_gossip_node_degraded(nsrv_gossip_engine(srv->gossip), nsrv_now_mono_ms(), why);
 }
 
 static const char *gossip_source_hook(void *ud, const nsrv_route_live_info_t *li) {
@@ -207,6 +213,7 @@ static int start_gossip(nsrv_server_t *srv) {
     }
     srv->gossip_status = gossip_status_hook;
     srv->gossip_metrics = gossip_metrics_hook;
+    srv->gossip_degraded = gossip_degraded_hook;
     srv->gossip_status_ud = srv;
     srv->liveness_source = gossip_source_hook;
     srv->liveness_ud = srv;

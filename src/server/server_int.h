@@ -111,8 +111,9 @@ struct nsrv_server {
     uv_timer_t status_timer;
     uint64_t status_timeouts_total, status_evicted_total;
     /* Optional hooks filled by the gossip layer for status output. */
-    void (*gossip_status)(void *ud, nsrv_buf_t *out);  /* appends a JSON value */
-    void (*gossip_metrics)(void *ud, nsrv_buf_t *out); /* appends Prometheus lines */
+    void (*gossip_status)(void *ud, nsrv_buf_t *out);   /* appends a JSON value */
+    void (*gossip_metrics)(void *ud, nsrv_buf_t *out);  /* appends Prometheus lines */
+    bool (*gossip_degraded)(void *ud, nsrv_buf_t *why); /* peers refused lately: why */
     void *gossip_status_ud;
     /* Where a broker heard only through peers was last reported from (e.g. "peer:2"). */
     const char *(*liveness_source)(void *ud, const nsrv_route_live_info_t *li);

@@ -230,7 +230,24 @@ static void handle(status_conn_t *c, const nsrv_http_req_t *r) {
         nsrv_buf_append_c(&body, "only GET\n");
         respond(c, 405, "Method Not Allowed", "text/plain", &body);
     } else if (path_is(r, "/health")) {
-        nsrv_buf_append_c(&body, srv->shutting_down ? "shutting down\n" : "ok\n");
+        /* Refused gossip still answers 200: the node serves what brokers tell
+         * it directly, and taking it out of rotation would turn a gossip
+         * misconfiguration into an outage. The body says "degraded". */
+        if (srv->shutting_down) {
+            nsrv_buf_append_c(&body, "shutting down\n");
+        } else if (srv->gossip_degraded) {
+            nsrv_buf_append_c(&body, "degraded: ");
+            size_t mark = body.len;
+            if (srv->gossip_degraded(srv->gossip_status_ud, &body))
+                nsrv_buf_append_c(&body, "\n");
+            else {
+                body.len = 0;
+                nsrv_buf_append_c(&body, "ok\n");
+            }
+            (void)mark;
+        } else {
+            nsrv_buf_append_c(&body, "ok\n");
+        }
         respond(c, srv->shutting_down ? 503 : 200,
                 srv->shutting_down ? "Service Unavailable" : "OK", "text/plain", &body);
     } else if (path_is(r, "/status")) {

@@ -104,6 +104,7 @@ typedef struct gs_sim {
     uint32_t delay_min, delay_max; /* one-way delay of datagrams and pull legs, ms */
     uint32_t drop_pm, dup_pm;      /* per mille */
     uint32_t pull_fail_ms;         /* a lost pull leg is noticed this much later; 0: never */
+    bool pulls_lossless;           /* drop_pm drops datagrams only (TCP retransmits) */
     bool link[GS_MAX_NODES + 1][GS_MAX_NODES + 1]; /* link[a][b]: a reaches b */
     uint64_t late_delivered; /* replays and held-back copies that reached a node */
     /* the engines' own schedule (full_ms, delta_ms: their settings) */
@@ -322,7 +323,8 @@ static inline void gs_drain(gs_sim_t *s, uint8_t id) {
             s->pulls_started++;
             if (a.peer <= GS_MAX_NODES)
                 s->pulls_to[id][a.peer]++;
-            if (a.peer < 1 || a.peer > s->n || !s->link[id][a.peer] || gs_chance(s, s->drop_pm)) {
+            if (a.peer < 1 || a.peer > s->n || !s->link[id][a.peer] ||
+                (!s->pulls_lossless && gs_chance(s, s->drop_pm))) {
                 gs_pull_fail_later(s, &m);
             } else {
                 m.at = s->now + gs_delay(s);
@@ -666,7 +668,8 @@ static inline void gs_process(gs_sim_t *s, gs_msg_t *m) {
         gs_deliver_raw(s, m->dst, m->src, m->d, m->len);
         break;
     case GS_PULL_REQ:
-        if (!s->link[m->dst][m->src] || gs_pull_serve(s, m) != 0 || gs_chance(s, s->drop_pm)) {
+        if (!s->link[m->dst][m->src] || gs_pull_serve(s, m) != 0 ||
+            (!s->pulls_lossless && gs_chance(s, s->drop_pm))) {
             gs_pull_fail_later(s, m);
             return; /* m now belongs to the queue */
         }

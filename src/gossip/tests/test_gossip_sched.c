@@ -34,6 +34,7 @@ static void test_delta_then_pull_spreads_a_new_broker(void **state) {
     gs_sim_t *s = sim_timers(3);
     gs_broker_t b;
     gs_broker_init(&b, 1);
+    size_t from = s->nsent;
     gs_register(s, A, &b);
     uint64_t t0 = s->now;
     while (!(gs_routes_to(s, B, &b) && gs_routes_to(s, C, &b)) && s->now - t0 < 10000)
@@ -41,6 +42,10 @@ static void test_delta_then_pull_spreads_a_new_broker(void **state) {
     uint64_t took = s->now - t0;
     /* a delta tick, a pull batch, the pull's round trip */
     assert_true(took <= s->delta_ms + NSRV_GOSSIP_PULL_BATCH_MS + 10);
+    /* The delta is repeated in the next NSRV_GOSSIP_DELTA_REPEATS ticks, then stops. */
+    gs_run(s, 2000);
+    assert_int_equal(gs_count_sent(s, from, A, B, NSRV_GOSSIP_DIGEST_DELTA),
+                     1 + NSRV_GOSSIP_DELTA_REPEATS);
     sim_del(s);
 }
 
@@ -119,6 +124,153 @@ static void test_lost_pull_is_abandoned_at_the_deadline(void **state) {
     sim_del(s);
 }
 
+/* ---- loss and clock skew (proto/gossip.md §9.3) ---- */
+
+#define LOSS_SEEDS 200
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t pct(uint64_t *v, size_t n, unsigned p) {
+    qsort(v, n, sizeof v[0], cmp_u64);
+    size_t i = (n * p + 99) / 100;
+    return v[i ? i - 1 : 0];
+}
+
+static gs_sim_t *lossy(uint64_t seed) {
+    gs_sim_t *s = nsrv_malloc(sizeof *s);
+    gs_init(s, 3, seed * 0x9E3779B97F4A7C15u + 11);
+    s->timers = true;
+    s->drop_pm = 300; /* 30 % of datagrams */
+    s->pulls_lossless = true;
+    s->delay_min = 1;
+    s->delay_max = 5;
+    gs_start_all(s);
+    gs_run(s, 3000 + gs_range(s, 0, 100));
+    return s;
+}
+
+/* A broker heard by node 1 only is routable on nodes 2 and 3 within 1 s at
+ * p99 with 30 % of datagrams lost (each delta is repeated
+ * NSRV_GOSSIP_DELTA_REPEATS times). */
+static void test_loss_30pct_new_broker_p99_under_1s(void **state) {
+    (void)state;
+    uint64_t t[2 * LOSS_SEEDS];
+    size_t n = 0;
+    for (uint64_t seed = 1; seed <= LOSS_SEEDS; seed++) {
+        gs_sim_t *s = lossy(seed);
+        gs_broker_t b;
+        gs_broker_init(&b, (unsigned)seed);
+        gs_register(s, A, &b);
+        uint64_t t0 = s->now, done[4] = {0};
+        while ((!done[B] || !done[C]) && s->now - t0 < 30000) {
+            gs_run(s, 1);
+            for (uint8_t id = B; id <= C; id++)
+                if (!done[id] && gs_routes_to(s, id, &b))
+                    done[id] = s->now - t0;
+        }
+        assert_true(done[B] && done[C]);
+        t[n++] = done[B];
+        t[n++] = done[C];
+        sim_del(s);
+    }
+    uint64_t p50 = pct(t, n, 50), p99 = pct(t, n, 99), max = t[n - 1];
+    print_message("loss 30%%: %zu samples, p50 %" PRIu64 " ms, p99 %" PRIu64 " ms, max %" PRIu64
+                  " ms\n",
+                  n, p50, p99, max);
+    assert_true(p99 < 1000);
+}
+
+/* A node restarted under 30 % datagram loss holds every broker within 0.5 s. */
+static void test_loss_30pct_restarted_node_complete_under_500ms(void **state) {
+    (void)state;
+    uint64_t t[LOSS_SEEDS];
+    for (uint64_t seed = 1; seed <= LOSS_SEEDS; seed++) {
+        gs_sim_t *s = lossy(seed);
+        gs_broker_t b[6];
+        for (unsigned k = 0; k < 6; k++) {
+            gs_broker_init(&b[k], k);
+            gs_register(s, (uint8_t)(A + k % 2), &b[k]);
+        }
+        gs_run(s, 2000);
+        gs_stop(s, C);
+        gs_run(s, 100);
+        gs_start(s, C);
+        uint64_t t0 = s->now;
+        for (;;) {
+            bool all = true;
+            for (unsigned k = 0; k < 6 && all; k++)
+                all = gs_routes_to(s, C, &b[k]);
+            if (all || s->now - t0 > 30000)
+                break;
+            gs_run(s, 1);
+        }
+        t[seed - 1] = s->now - t0;
+        sim_del(s);
+    }
+    uint64_t p99 = pct(t, LOSS_SEEDS, 99);
+    print_message("restart under loss 30%%: p50 %" PRIu64 " ms, p99 %" PRIu64 " ms\n",
+                  pct(t, LOSS_SEEDS, 50), p99);
+    assert_true(p99 < 500);
+}
+
+/* Node 2's wall clock 5 minutes ahead (node 3's 5 minutes behind): gossip
+ * does not care. Nothing is refused and a broker heard by node 1 reaches
+ * both at delta speed. */
+static void test_wall_clock_skew_changes_nothing(void **state) {
+    (void)state;
+    gs_sim_t *s = nsrv_malloc(sizeof *s);
+    gs_init(s, 3, 5);
+    s->timers = true;
+    s->node[B].wall_off = 5 * 60000;
+    s->node[C].wall_off = -5 * 60000;
+    gs_start_all(s);
+    gs_run(s, 3000);
+    gs_broker_t b;
+    gs_broker_init(&b, 1);
+    gs_register(s, A, &b);
+    gs_run(s, s->delta_ms + NSRV_GOSSIP_PULL_BATCH_MS + 20);
+    assert_true(gs_routes_to(s, B, &b));
+    assert_true(gs_routes_to(s, C, &b));
+    for (int r = 0; r < NSRV_GOSSIP_NREASONS; r++)
+        assert_int_equal(s->rejected[r], 0);
+    for (uint8_t id = A; id <= C; id++)
+        assert_false(nsrv_gossip_node_degraded(s->node[id].g, gs_mono(s, id), NULL));
+    sim_del(s);
+}
+
+/* A peer refused for any reason is visible at once: /health degraded (with
+ * the peer and the reason) until NSRV_GOSSIP_REFUSAL_HEALTH_MS has passed. */
+static void test_refused_peer_degrades_health(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_timers(2);
+    assert_false(nsrv_gossip_node_degraded(s->node[A].g, gs_mono(s, A), NULL));
+    /* B's next datagram (held back), with one byte of its signature flipped */
+    size_t from = s->nsent;
+    gs_link(s, A, B, false);
+    gs_run(s, s->full_ms + 600);
+    gs_link(s, A, B, true);
+    long k = gs_find_sent(s, from, B, A, 0);
+    assert_true(k >= 0);
+    gs_sent_t *e = gs_sent(s, (size_t)k);
+    uint8_t *bad = gs_dup_bytes(e->d, e->len);
+    bad[e->len - 1] ^= 1;
+    assert_int_equal(gs_deliver_raw(s, A, B, bad, e->len), NSRV_GOSSIP_EBAD_SIG);
+    nsrv_free(bad);
+    nsrv_buf_t why;
+    nsrv_buf_init(&why);
+    assert_true(nsrv_gossip_node_degraded(s->node[A].g, gs_mono(s, A), &why));
+    nsrv_buf_append_ch(&why, '\0');
+    assert_non_null(strstr(why.data, "node 2"));
+    assert_non_null(strstr(why.data, "bad_sig"));
+    nsrv_buf_deinit(&why);
+    gs_run(s, NSRV_GOSSIP_REFUSAL_HEALTH_MS + 10);
+    assert_false(nsrv_gossip_node_degraded(s->node[A].g, gs_mono(s, A), NULL));
+    sim_del(s);
+}
+
 int main(void) {
     nsrv_log_level = NSRV_LOG_ERROR;
     assert_int_equal(nsrv_seal_init(), 0);
@@ -128,6 +280,10 @@ int main(void) {
         cmocka_unit_test(test_anchor_is_refreshed),
         cmocka_unit_test(test_sync_repeats_until_answered),
         cmocka_unit_test(test_lost_pull_is_abandoned_at_the_deadline),
+        cmocka_unit_test(test_loss_30pct_new_broker_p99_under_1s),
+        cmocka_unit_test(test_loss_30pct_restarted_node_complete_under_500ms),
+        cmocka_unit_test(test_wall_clock_skew_changes_nothing),
+        cmocka_unit_test(test_refused_peer_degrades_health),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
