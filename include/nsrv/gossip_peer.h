@@ -83,6 +83,8 @@ size_t nsrv_gossip_peers_count(const nsrv_gossip_peers_t *t);
 nsrv_gossip_peer_t *nsrv_gossip_peers_at(const nsrv_gossip_peers_t *t, size_t i);
 /* NULL if node_id is not configured. */
 nsrv_gossip_peer_t *nsrv_gossip_peers_find(const nsrv_gossip_peers_t *t, uint8_t node_id);
+/* True if from's IP is some configured peer's IP (port not compared). */
+bool nsrv_gossip_peers_ip_known(const nsrv_gossip_peers_t *t, const struct sockaddr *from);
 
 uint8_t nsrv_gossip_peer_id(const nsrv_gossip_peer_t *p);
 /* The configured address (where to send). */

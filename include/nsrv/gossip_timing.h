@@ -31,6 +31,13 @@
 #define NSRV_GOSSIP_PULL_BATCH_MS 100
 /* A pull (either side) that takes longer is abandoned (memberlist TCPTimeout). */
 #define NSRV_GOSSIP_PULL_DEADLINE_MS 10000
+/* The pull server closes a connection that has not sent a complete request
+ * this long after it was accepted (a reply being written gets the full
+ * NSRV_GOSSIP_PULL_DEADLINE_MS), and holds at most this many connections: a
+ * new one beyond it evicts the oldest that has not sent its request yet. */
+#define NSRV_GOSSIP_PULL_REQ_DEADLINE_MS 2000
+#define NSRV_GOSSIP_PULL_SRV_MAX 64
+
 /* After a failed pull, a peer is not asked again for this long. */
 #define NSRV_GOSSIP_PULL_RETRY_MS 1000
 /* Keys per pull request. */

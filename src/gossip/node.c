@@ -486,10 +486,14 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
                     ",\"bytesSent\":%" PRIu64 ",\"dgramsRecv\":%" PRIu64 ",\"bytesRecv\":%" PRIu64
                     ",\"pullsOk\":%" PRIu64 ",\"pullsFailed\":%" PRIu64 ",\"pullsServed\":%" PRIu64
                     ",\"brokersImported\":%" PRIu64 ",\"tombstonesApplied\":%" PRIu64
+                    ",\"pullConnsNotPeer\":%" PRIu64 ",\"pullConnsTimedOut\":%" PRIu64
+                    ",\"pullConnsEvicted\":%" PRIu64 ",\"degraded\":%s"
                     ",\"pendingTombstones\":%zu,\"peers\":[",
                     n->sender.inc, n->o.key_id, n->c.dgrams_sent, n->c.bytes_sent, n->c.dgrams_recv,
                     n->c.bytes_recv, n->c.pulls_ok, n->c.pulls_failed, n->c.pulls_served,
-                    n->c.brokers_imported, n->c.tombstones_applied, n->n_tombs);
+                    n->c.brokers_imported, n->c.tombstones_applied, n->c.pull_conns_not_peer,
+                    n->c.pull_conns_timed_out, n->c.pull_conns_evicted,
+                    nsrv_gossip_node_degraded(n, now_mono, NULL) ? "true" : "false", n->n_tombs);
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         nsrv_gossip_peer_t *p = nsrv_gossip_peers_at(n->peers, i);
         nsrv_gossip_peer_info_t info;
@@ -533,6 +537,13 @@ void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf
                     "nsrvd_gossip_pulls_total{result=\"failed\"} %" PRIu64 "\n",
                     n->c.bytes_sent, n->c.bytes_recv, n->c.dgrams_sent, n->c.pulls_ok,
                     n->c.pulls_failed);
+    nsrv_buf_printf(out,
+                    "# TYPE nsrvd_gossip_pull_conns_closed_total counter\n"
+                    "nsrvd_gossip_pull_conns_closed_total{reason=\"not_peer\"} %" PRIu64 "\n"
+                    "nsrvd_gossip_pull_conns_closed_total{reason=\"no_request_in_time\"} %" PRIu64
+                    "\n"
+                    "nsrvd_gossip_pull_conns_closed_total{reason=\"evicted\"} %" PRIu64 "\n",
+                    n->c.pull_conns_not_peer, n->c.pull_conns_timed_out, n->c.pull_conns_evicted);
     uint64_t acc, rej[NSRV_GOSSIP_NREASONS];
     nsrv_gossip_peers_totals(n->peers, &acc, rej);
     nsrv_buf_printf(out,

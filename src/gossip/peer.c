@@ -98,6 +98,13 @@ static bool same_ip(const nsrv_gossip_peer_t *p, const struct sockaddr *from) {
 
 /* ----------------------------------------------------------------- table */
 
+bool nsrv_gossip_peers_ip_known(const nsrv_gossip_peers_t *t, const struct sockaddr *from) {
+    for (size_t i = 0; i < t->count; i++)
+        if (same_ip(t->by_id[t->order[i]], from))
+            return true;
+    return false;
+}
+
 static uint32_t clamp_dgram(uint32_t v) {
     return v >= NSRV_GOSSIP_DGRAM_MIN && v <= NSRV_GOSSIP_DGRAM_MAX ? v : NSRV_GOSSIP_DGRAM_DEFAULT;
 }

@@ -29,6 +29,7 @@ struct nsrv_gossip {
     nsrv__pull_srv_t *srvs;
     nsrv__pull_cli_t *clis;
     int open_handles;
+    uint64_t not_peer_logged_at, not_peer_quiet; /* rate-limited log of non-peer pulls */
     bool stopping, pumping;
     uint8_t sk[NSRV_SEAL_SK_LEN];
 };
