@@ -56,6 +56,7 @@ int main(int argc, char **argv) {
     }
     if (cli.help) {
         nsrv_cli_usage(stdout);
+        nsrv_cli_print_keys(stdout);
         return 0;
     }
     if (cli.version) {

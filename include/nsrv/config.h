@@ -142,6 +142,12 @@ size_t nsrv_config_key_count(void);
 const char *nsrv_config_key_name(size_t i); /* NULL past the end */
 /* Returns the flags of a known key, or -1 if name is not a known key. */
 int nsrv_config_key_flags(const char *name);
+/* The table as text (key_docs.c): type name (BOOL, INT, LONG, STRING) and the
+ * default as a properties value in buf; NULL past the end. A computed default
+ * (from HOME or the environment at start) is rendered as "". */
+const char *nsrv_config_key_type_text(size_t i);
+const char *nsrv_config_key_default_text(size_t i, char *buf, size_t len);
+bool nsrv_config_key_default_computed(size_t i);
 
 /* ---- command line (cli.c) ---- */
 
@@ -168,3 +174,5 @@ int nsrv_cli_parse(int argc, char **argv, nsrv_cli_t *out, char *err, size_t err
 
 /* Prints the usage text. */
 void nsrv_cli_usage(FILE *f);
+/* Lists every configuration key with its default (for --help). */
+void nsrv_cli_print_keys(FILE *f);

@@ -132,3 +132,18 @@ void nsrv_cli_usage(FILE *f) {
           "    --version               Print the version and exit\n",
           f);
 }
+
+/* The key table with defaults, for --help: the same list nsrvd(8) shows. */
+void nsrv_cli_print_keys(FILE *f) {
+    fputs("\nConfiguration keys (set in the -c file; default shown, see nsrvd(8)):\n", f);
+    char def[256];
+    for (size_t i = 0; i < nsrv_config_key_count(); i++) {
+        const char *name = nsrv_config_key_name(i);
+        int flags = nsrv_config_key_flags(name);
+        const char *mark = (flags & NSRV_CONFIG_RUNTIME)                         ? " [runtime]"
+                           : (flags & (NSRV_CONFIG_PATH | NSRV_CONFIG_NOUPDATE)) ? " [no update]"
+                                                                                 : "";
+        fprintf(f, "  %s=%s%s%s\n", name, nsrv_config_key_default_text(i, def, sizeof def),
+                nsrv_config_key_default_computed(i) ? "(computed at start)" : "", mark);
+    }
+}
