@@ -50,7 +50,6 @@ static inline size_t nsrv_reader_left(const nsrv_reader_t *r) {
     return r->len - r->off;
 }
 /* Each returns 0, or -EPROTO on a short read (nothing consumed). */
-int nsrv_reader_u8(nsrv_reader_t *r, uint8_t *v);
 int nsrv_reader_be16(nsrv_reader_t *r, uint16_t *v);
 int nsrv_reader_be32(nsrv_reader_t *r, uint32_t *v);
 int nsrv_reader_bytes(nsrv_reader_t *r, size_t n, const uint8_t **out);

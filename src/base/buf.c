@@ -106,13 +106,6 @@ char *nsrv_buf_steal(nsrv_buf_t *b, size_t *len) {
     return d;
 }
 
-int nsrv_reader_u8(nsrv_reader_t *r, uint8_t *v) {
-    if (nsrv_reader_left(r) < 1)
-        return -EPROTO;
-    *v = r->p[r->off++];
-    return 0;
-}
-
 int nsrv_reader_be16(nsrv_reader_t *r, uint16_t *v) {
     if (nsrv_reader_left(r) < 2)
         return -EPROTO;

@@ -82,13 +82,8 @@ nsrv_proc_handler_t nsrv__processor_find_handler(int32_t code) {
 }
 
 void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
-    memset(resp, 0, sizeof *resp);
-    resp->code = NSRV_RESP_SUCCESS;
-    resp->language = NSRV_LANG_JAVA;
-    resp->version = NSRV_MQ_CURRENT;
-    resp->opaque = req->opaque;
-    resp->flag = NSRV_FLAG_RESPONSE;
-    resp->ser_type = req->ser_type; /* mirror the request, as 4.9.x does (proto/remoting.md §5) */
+    /* Mirrors the request's serialize type, as 4.9.x does (proto/remoting.md §5). */
+    nsrv_cmd_init_response(resp, req, NSRV_RESP_SUCCESS);
 }
 
 void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {

@@ -200,8 +200,6 @@ rt_live_t *nsrv__route_live_find(const nsrv_route_t *rt, const char *cluster, co
  * the entry to req->conn_id; a peer import only raises last_seen. */
 rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const nsrv_register_req_t *req,
                                 const nsrv_data_version_t *dv, uint64_t now_ms);
-/* last_seen + timeout, saturating. */
-uint64_t nsrv__route_live_deadline(const rt_live_t *l);
 void nsrv__route_live_remove(nsrv_route_t *rt, const char *cluster, const char *addr);
 void nsrv__route_filter_set(nsrv_route_t *rt, const char *cluster, const char *addr,
                             const char *const *servers, size_t n);

@@ -152,10 +152,6 @@ rt_live_t *nsrv__route_live_put(nsrv_route_t *rt, const nsrv_register_req_t *req
     return l;
 }
 
-uint64_t nsrv__route_live_deadline(const rt_live_t *l) {
-    return live_deadline(l);
-}
-
 static void live_free(nsrv_route_t *rt, rt_live_t *l) {
     HASH_DEL(rt->live, l);
     conn_unref(rt, l->conn_id);
