@@ -25,6 +25,7 @@
 #include "nsrv/netaddr.h"
 #include "nsrv/processor.h"
 #include "nsrv/route.h"
+#include "sd_notify.h"
 #include "server_int.h"
 
 /* How often idle connections are looked for; the timeout itself is configured. */
@@ -69,6 +70,7 @@ static void deadline_cb(uv_timer_t *t) {
 
 static void begin_shutdown(nsrv_server_t *srv, int signum) {
     srv->shutting_down = true;
+    nsrv_sd_notify_stopping();
     nsrv_log_notice("SERVER", "received %s: shutting down, %zu connection(s) open",
                     strsignal(signum), srv->n_conns);
     if (srv->listener_open) {
@@ -260,6 +262,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);
     uv_timer_start(&srv->idle_timer, idle_cb, IDLE_CHECK_MS, IDLE_CHECK_MS);
+    nsrv_sd_notify_ready(srv->bound_port);
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     exit_code = 0;
