@@ -3,6 +3,9 @@
 # the systemd unit, nsrvd(8), maintainer scripts in conf/debian/ (system user nsrvd,
 # /var/lib/nsrvd kept on remove and deleted on purge).
 set(pkgdir ${PROJECT_SOURCE_DIR}/conf/debian)
+# Whoever distributes the package sets a real address (lintian flags the placeholder).
+set(NSRV_DEB_MAINTAINER "nsrvd maintainers <nsrvd@localhost>" CACHE STRING
+    "Maintainer of the Debian package")
 
 # The conffile: conf/nsrvd.properties.example with every assignment commented out, so the
 # table's defaults apply until an operator uncomments a line.
@@ -18,11 +21,12 @@ set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
 set(man_gz ${PROJECT_BINARY_DIR}/package/nsrvd.8.gz)
 add_custom_command(OUTPUT ${man_gz} COMMAND gzip -9nc ${NSRV_MANPAGE} > ${man_gz}
                    DEPENDS ${NSRV_MANPAGE})
-set(changelog ${PROJECT_BINARY_DIR}/package/changelog.Debian)
+# A native package (no Debian revision): lintian wants changelog.gz.
+set(changelog ${PROJECT_BINARY_DIR}/package/changelog)
 file(WRITE ${changelog}
      "nsrvd (${PROJECT_VERSION}) unstable; urgency=medium\n\n"
      "  * Package built by CPack from the nsrvd source tree.\n\n"
-     " -- nsrvd maintainers <nsrvd@localhost>  Thu, 01 Jan 2026 00:00:00 +0000\n")
+     " -- ${NSRV_DEB_MAINTAINER}  Thu, 01 Jan 2026 00:00:00 +0000\n")
 add_custom_command(OUTPUT ${changelog}.gz COMMAND gzip -9nc ${changelog} > ${changelog}.gz
                    DEPENDS ${changelog})
 add_custom_target(package_files ALL DEPENDS ${man_gz} ${changelog}.gz)
@@ -38,10 +42,10 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME nsrvd)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_PACKAGE_CONTACT "nsrvd maintainers <nsrvd@localhost>")
+set(CPACK_PACKAGE_CONTACT "${NSRV_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Apache RocketMQ NameServer daemon")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "Apache RocketMQ NameServer daemon\n nsrvd answers RocketMQ broker registrations and client route queries,\n reads the Java NameServer's properties files, and can share broker\n liveness between nodes with signed UDP gossip.")
+    "nsrvd answers RocketMQ broker registrations and client route queries,\nreads the Java NameServer's properties files, and can share broker\nliveness between nodes with signed UDP gossip.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
