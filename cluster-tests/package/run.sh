@@ -1,0 +1,106 @@
+#!/bin/sh
+# Package test: installs the nsrvd .deb (cpack -G DEB) into a clean Debian 12 root made by
+# debootstrap, starts nsrvd there from its installed paths as the nsrvd user, asks it for a
+# route, upgrades the package (an edited conffile must survive), then checks that remove
+# keeps /var/lib/nsrvd and purge deletes it. Needs root, debootstrap and network access to
+# the Debian mirror (debootstrap's default) for the root and the package's dependencies.
+#
+# usage: cluster-tests/package/run.sh --deb build/nsrvd_<v>_amd64.deb [--root DIR]
+#   --root DIR  a bookworm root made earlier (copied, never changed); else one is made
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+lib=$(cd "$here/../lib" && pwd)
+deb= base=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --deb) deb=$2; shift 2 ;;
+    --root) base=$2; shift 2 ;;
+    *) echo "usage: $0 --deb FILE [--root DIR]" >&2; exit 2 ;;
+    esac
+done
+[ -f "$deb" ] || { echo "no .deb given (--deb)" >&2; exit 2; }
+work=$(mktemp -d)
+root=$work/root
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    umount "$root/proc" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+if [ -n "$base" ]; then
+    step "copying $base"
+    cp -a "$base" "$root"
+else
+    step "debootstrap bookworm (minbase)"
+    debootstrap --variant=minbase --include=adduser,util-linux bookworm "$root" >"$work/dbs.log" 2>&1 ||
+        { tail -20 "$work/dbs.log"; fail debootstrap; }
+fi
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+mount -t proc proc "$root/proc"
+in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
+
+step "install"
+cp "$deb" "$root/tmp/nsrvd.deb"
+in_root apt-get update -qq >/dev/null
+in_root apt-get install -y -qq /tmp/nsrvd.deb >"$work/install.log" 2>&1 || { cat "$work/install.log"; fail install; }
+in_root id nsrvd >/dev/null || fail "no nsrvd user"
+[ "$(in_root stat -c %U:%a /var/lib/nsrvd)" = "nsrvd:750" ] || fail "/var/lib/nsrvd not nsrvd:750"
+[ -f "$root/lib/systemd/system/nsrvd.service" ] || fail "no unit"
+[ -f "$root/usr/share/man/man8/nsrvd.8.gz" ] || fail "no manual page"
+
+# The host's network namespace is shared: pick a free port, set it in the conffile (an edit
+# the upgrade below must keep).
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+echo "listenPort=$port" >>"$root/etc/nsrvd/nsrvd.properties"
+
+step "start as nsrvd on port $port"
+chroot "$root" setpriv --reuid=nsrvd --regid=nsrvd --init-groups --no-new-privs \
+    env -i HOME=/var/lib/nsrvd /usr/bin/nsrvd -c /etc/nsrvd/nsrvd.properties >"$work/nsrvd.log" 2>&1 &
+pid=$!
+PYTHONPATH=$lib python3 - "$port" <<'PY' || { cat "$work/nsrvd.log"; fail "route query"; }
+import sys, time
+from rmq import Connection, NamesrvClient, ResponseCode
+port = int(sys.argv[1])
+for _ in range(100):
+    try:
+        conn = Connection("127.0.0.1", port)
+        break
+    except OSError:
+        time.sleep(0.1)
+else:
+    sys.exit("nsrvd never accepted")
+ns = NamesrvClient(conn)
+r = ns.get_route("PackageTestTopic")
+assert r.code == ResponseCode.TOPIC_NOT_EXIST, r
+r = ns.put_kv("pkgtest", "k", "v")
+assert r.code == ResponseCode.SUCCESS, r
+print("route query answered (TOPIC_NOT_EXIST), KV put accepted")
+PY
+kill -TERM "$pid"
+wait "$pid" || fail "nsrvd exit code $? after SIGTERM"
+pid=
+[ -f "$root/var/lib/nsrvd/namesrv/kvConfig.json" ] || fail "kvConfig not under /var/lib/nsrvd"
+[ "$(stat -c %u "$root/var/lib/nsrvd/namesrv/kvConfig.json")" = "$(in_root id -u nsrvd)" ] ||
+    fail "kvConfig not written by nsrvd"
+
+step "upgrade keeps the edited conffile"
+dpkg-deb -R "$deb" "$work/up"
+sed -i 's/^Version: \(.*\)$/Version: \1+up1/' "$work/up/DEBIAN/control"
+dpkg-deb -b "$work/up" "$root/tmp/nsrvd-up.deb" >/dev/null
+in_root dpkg -i --force-confold /tmp/nsrvd-up.deb >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail upgrade; }
+grep -q "^listenPort=$port\$" "$root/etc/nsrvd/nsrvd.properties" || fail "conffile edit lost on upgrade"
+
+step "remove keeps /var/lib/nsrvd"
+in_root dpkg -r nsrvd >/dev/null
+[ -f "$root/var/lib/nsrvd/namesrv/kvConfig.json" ] || fail "remove deleted /var/lib/nsrvd"
+[ ! -e "$root/usr/bin/nsrvd" ] || fail "binary left after remove"
+
+step "purge deletes it"
+in_root dpkg -P nsrvd >/dev/null
+[ ! -e "$root/var/lib/nsrvd" ] || fail "purge kept /var/lib/nsrvd"
+[ ! -e "$root/etc/nsrvd/nsrvd.properties" ] || fail "purge kept the conffile"
+echo "PASS: package install, start as nsrvd, route query, upgrade, remove, purge"
