@@ -98,6 +98,17 @@ if [ -x "$top/build-test/src/nsrvd" ]; then
     --results "$res/soak.tsv" --workdir "$res/soak"
 fi
 
+# The Debian package: built by cpack from the release build, installed into a clean Debian 12
+# root (debootstrap), started there as the nsrvd user, upgraded, removed and purged.
+if [ -x "$top/build-test/src/nsrvd" ]; then
+  run_stage package tsv "$res/package.tsv" \
+    sh -c 'rm -f "$0"/nsrvd_*.deb && (cd "$0" && cpack -G DEB >"$2.cpack.log" 2>&1) &&
+      "$1" --deb "$(ls "$0"/nsrvd_*.deb | head -1)"; rc=$?
+      if [ $rc -eq 0 ]; then r=passed; else r=failed; fi
+      printf "%s\tpackage/install-start-upgrade-remove-purge\n" "$r" >"$2"; exit $rc' \
+    "$top/build-test" ./cluster-tests/package/run.sh "$res/package.tsv"
+fi
+
 # Real peers: cells against nsrvd and against the Java NameServer are separate stages.
 if [ -x "$top/build-test/src/nsrvd" ]; then
   rm -rf "$res/compat-logs"
