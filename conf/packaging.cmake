@@ -30,6 +30,9 @@ file(WRITE ${changelog}
 add_custom_command(OUTPUT ${changelog}.gz COMMAND gzip -9nc ${changelog} > ${changelog}.gz
                    DEPENDS ${changelog})
 add_custom_target(package_files ALL DEPENDS ${man_gz} ${changelog}.gz)
+# nsrvd.8 is made by a custom command in src/: a file from another directory is only
+# known to this one through its target.
+add_dependencies(package_files manpage)
 
 include(GNUInstallDirs)
 install(TARGETS nsrvd RUNTIME DESTINATION bin)
