@@ -12,7 +12,8 @@ Reads every tracked text file and reports, one line each, and exits 1 when any:
    tracked document ("## N." / "### N.M" ...). Several sections may follow one document name
    ("proto/route.md §3, §5", "§7.2-7.3"); a bare "§N" is allowed only inside a document with
    numbered headings, where it refers to that document itself;
-3. holds an absolute path of a particular machine (/work/..., /root/..., /home/<user>/...):
+3. holds an absolute path of a particular machine (a directory of this workplace, root's home or a
+   user's home; the exact pattern is MACHINE_PATH below):
    paths are derived from the repository root instead.
 """
 
