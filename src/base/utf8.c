@@ -93,48 +93,15 @@ size_t nsrv_utf8_valid_prefix(const char *s, size_t len) {
     return len;
 }
 
-size_t nsrv_utf8_sanitized_len(const char *s, size_t len) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t out = 0, i = 0;
-    while (i < len) {
-        size_t ok = nsrv_utf8_valid_prefix(s + i, len - i);
-        out += ok;
-        i += ok;
-        if (i >= len)
-            break;
-        uint32_t cp;
-        size_t bad;
-        nsrv_utf8_next(p + i, len - i, &cp, &bad);
-        out += 3;
-        i += bad;
-    }
-    return out;
-}
-
-void nsrv_utf8_sanitize_append(nsrv_buf_t *out, const char *s, size_t len) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        size_t ok = nsrv_utf8_valid_prefix(s + i, len - i);
-        nsrv_buf_append(out, s + i, ok);
-        i += ok;
-        if (i >= len)
-            break;
-        uint32_t cp;
-        size_t bad;
-        nsrv_utf8_next(p + i, len - i, &cp, &bad);
-        nsrv_buf_append(out, NSRV_UTF8_REPLACEMENT, 3);
-        i += bad;
-    }
-}
-
-/* Writes the sanitized form of s[0..len) to d (room for it is known). */
+/* The one walk over s[0..len): valid runs copied, each maximal ill-formed subpart replaced by
+ * U+FFFD. Writes to d when d is not NULL (room for the result is known); returns the length. */
 static size_t sanitize_into(char *d, const char *s, size_t len) {
     const unsigned char *p = (const unsigned char *)s;
     size_t n = 0, i = 0;
     while (i < len) {
         size_t ok = nsrv_utf8_valid_prefix(s + i, len - i);
-        memcpy(d + n, s + i, ok);
+        if (d)
+            memcpy(d + n, s + i, ok);
         n += ok;
         i += ok;
         if (i >= len)
@@ -142,11 +109,23 @@ static size_t sanitize_into(char *d, const char *s, size_t len) {
         uint32_t cp;
         size_t bad;
         nsrv_utf8_next(p + i, len - i, &cp, &bad);
-        memcpy(d + n, NSRV_UTF8_REPLACEMENT, 3);
+        if (d)
+            memcpy(d + n, NSRV_UTF8_REPLACEMENT, 3);
         n += 3;
         i += bad;
     }
     return n;
+}
+
+size_t nsrv_utf8_sanitized_len(const char *s, size_t len) {
+    return sanitize_into(NULL, s, len);
+}
+
+void nsrv_utf8_sanitize_append(nsrv_buf_t *out, const char *s, size_t len) {
+    size_t n = sanitize_into(NULL, s, len);
+    nsrv_buf_reserve(out, n);
+    out->len += sanitize_into(out->data + out->len, s, len);
+    out->data[out->len] = '\0';
 }
 
 char *nsrv_utf8_arena_dup(nsrv_arena_t *a, const char *s, size_t len, size_t *out_len) {
