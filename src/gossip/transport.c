@@ -161,7 +161,10 @@ static int bind_both(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size
     if (rc == 0)
         rc = uv_tcp_bind(&g->tcp, (const struct sockaddr *)&ss, 0);
     if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&g->tcp, 64, nsrv__pull_listen_cb);
+        /* The NameServer port's backlog: with a small one, a connection flood overflows the
+         * accept queue whenever the loop is descheduled, and Linux then drops the handshake's
+         * last ACK, so the kernel hands over that connection only after its 1 s SYN-ACK retry. */
+        rc = uv_listen((uv_stream_t *)&g->tcp, cfg->server_socket_backlog, nsrv__pull_listen_cb);
     if (rc != 0)
         snprintf(err, errlen, "cannot bind gossip on %s:%d: %s", host, port, uv_strerror(rc));
     return rc;
