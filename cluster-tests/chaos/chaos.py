@@ -103,9 +103,10 @@ def run_one(s: Suite, name: str, fn: Callable, log) -> Result:
         log(traceback.format_exc())
     restore(s, res)
     res.t1 = time.monotonic()
-    counted, raw, by = s.route_errors(res.t0, res.t1)
+    counted, raw, by, first = s.route_errors(res.t0, res.t1)
     res.route_errors, res.route_errors_raw = counted, raw
-    res.check(counted == 0, f"{counted} route error(s) outside the allowed windows: {dict(list(by.items())[:6])}")
+    res.check(counted == 0, f"{counted} route error(s) outside the allowed windows: {dict(list(by.items())[:6])}; "
+              f"first (times from the scenario's start): {' | '.join(first)}")
     viol = s.monitor.violations_between(res.t0, res.t1)
     if viol:
         v = viol[0]

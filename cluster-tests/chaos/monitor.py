@@ -183,6 +183,7 @@ class RouteError:
     node: int
     broker: str
     kind: str
+    why: str = ""
 
 
 class RoutePoller:
@@ -228,6 +229,13 @@ class RoutePoller:
             self._drop()
             return
         sent = False
+        if self._conn is not None and self._peer_closed():
+            # A real client learns of a closed channel when it closes (netty's channelInactive)
+            # and opens a new one for its next request; this blocking poller only learns it
+            # when it uses the connection. Without this, a node restarted between two polls
+            # (exit and exec within 100 ms) costs a "conn" error on the dead process's
+            # connection, seen after the restart window has ended.
+            self._drop()
         try:
             if self._conn is None:
                 self._conn = Connection(nd.ip, 9876, timeout=1.0, version=V4_9_7)
@@ -242,7 +250,8 @@ class RoutePoller:
             if sent:
                 self.unanswered.append((t, f"{type(e).__name__}: {e}"))
             # timed when it is seen: a request sent just before a kill fails just after it
-            self.errors.append(RouteError(time.monotonic(), nd.id, broker, kind))
+            self.errors.append(RouteError(time.monotonic(), nd.id, broker, kind,
+                                          f"{'after send' if sent else 'before send'}: {type(e).__name__}: {e}"))
             self._drop()
             return
         if r.code != ResponseCode.SUCCESS:
@@ -255,6 +264,15 @@ class RoutePoller:
             names = set()
         if broker not in names:
             self.errors.append(RouteError(t, nd.id, broker, "missing"))
+
+    def _peer_closed(self) -> bool:
+        """True when the node has closed (FIN or RST) the idle connection."""
+        try:
+            return self._conn.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def _drop(self) -> None:
         if self._conn is not None:

@@ -188,9 +188,12 @@ class Suite:
                 return False
         return True
 
-    def route_errors(self, t0: float, t1: float) -> Tuple[int, int, Dict[str, int]]:
+    def route_errors(self, t0: float, t1: float) -> Tuple[int, int, Dict[str, int], List[str]]:
+        """(counted, raw, counted by node:broker:kind, a description of the first counted ones
+        with their times and the node's exemption windows, relative to t0, for CI's log)."""
         raw = counted = 0
         by: Dict[str, int] = {}
+        first = []
         for p in self.pollers.values():
             for e in list(p.errors):
                 if t0 <= e.t <= t1:
@@ -199,7 +202,15 @@ class Suite:
                         counted += 1
                         k = f"n{e.node}:{e.broker}:{e.kind}"
                         by[k] = by.get(k, 0) + 1
-        return counted, raw, by
+                        first.append(e)
+        first.sort(key=lambda e: e.t)
+        notes = []
+        for e in first[:3]:
+            wins = [f"{w0 - t0:+.2f}..{w1 - t0:+.2f}" for n, b, w0, w1 in self.exempt
+                    if (n == 0 or n == e.node) and (b == "*" or b == e.broker) and w1 >= t0 and w0 <= t1]
+            notes.append(f"n{e.node} {e.broker} {e.kind} at {e.t - t0:+.2f}s ({e.why or 'no detail'}); "
+                         f"its windows: {', '.join(wins) or 'none'}")
+        return counted, raw, by, notes
 
     # ------------------------------------------------------------------ measurements
 
