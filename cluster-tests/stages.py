@@ -8,7 +8,8 @@
 KIND is how RESULTS is written:
   junit   pytest's --junitxml or ctest's --output-junit file. A ctest entry whose output
           holds cmocka's "[ RUN ]" lines also counts each cmocka case as its own test id.
-  tsv     lines "STATUS<TAB>ID" (our own runners: libFuzzer runs, soak, compat cells).
+  tsv     lines "STATUS<TAB>ID[<TAB>DETAIL]" (our own runners: libFuzzer runs, soak, compat
+          cells); DETAIL says why a failed id failed.
 
 Every test id ends as one of: passed, failed, skipped, xfail (a known failure, declared
 in the test; an unexpected pass is a failure through pytest's xfail_strict). The stage
@@ -19,7 +20,10 @@ not in the list yet is counted and reported as "new": add it to the list with th
 is a failure, and adding tests is one line in a text file.
 
 Prints one line "=== STAGE: P passed, F failed (...)" and, with --summary, appends
-"STAGE P F EXPECTED NEW XFAIL" to FILE for the final table.
+"STAGE P F EXPECTED NEW XFAIL" to FILE for the final table, and one line per failed id with
+why it failed (the assertion's message, a tsv DETAIL, ctest's last output lines) to
+failures.txt next to FILE: run-all-tests.sh prints those next to the final table, so a CI log
+cut to its end still tells what failed and why.
 """
 
 from __future__ import annotations
@@ -89,9 +93,47 @@ def read_tsv(path: Path) -> List[Tuple[str, str]]:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        status, _, tid = line.partition("\t")
-        results.append((tid.strip(), status.strip()))
+        status, _, rest = line.partition("\t")
+        results.append((rest.partition("\t")[0].strip(), status.strip()))
     return results
+
+
+DETAIL_MAX = 600
+
+
+def _one_line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= DETAIL_MAX else text[:DETAIL_MAX] + " ..."
+
+
+def failure_details(kind: str, path: Path) -> Dict[str, str]:
+    """Why each failed id failed, as far as the results file says."""
+    out: Dict[str, str] = {}
+    try:
+        if kind == "tsv":
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                parts = line.split("\t", 2)
+                if len(parts) == 3 and parts[0].strip() == "failed":
+                    out[parts[1].strip()] = _one_line(parts[2])
+            return out
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError):
+        return out
+    for case in root.iter("testcase"):
+        bad = next((c for c in case if c.tag in ("failure", "error")), None)
+        if bad is None and case.get("status") != "fail":
+            continue
+        name, cls = case.get("name", ""), case.get("classname", "")
+        if cls and cls != name:
+            parts = cls.split(".")
+            first = next((i for i, p in enumerate(parts) if p.startswith("test_")), 0)
+            name = ".".join(parts[first:]) + "::" + name
+        why = (bad.get("message") or "") if bad is not None else ""
+        if not why.strip() or why.strip() == "Failed":  # ctest: the output's last lines say it
+            lines = [ln for ln in (case.findtext("system-out") or "").splitlines() if ln.strip()]
+            why = " | ".join(lines[-4:])
+        out[name] = _one_line(why)
+    return out
 
 
 def read_results(kind: str, path: Path) -> List[Tuple[str, str]]:
@@ -151,6 +193,11 @@ def check(stage: str, kind: str, path: Path, summary: Path | None) -> int:
     if summary:
         with open(summary, "a", encoding="utf-8") as f:
             f.write(f"{stage} {counts['passed']} {nfail} {len(expected)} {len(new)} {counts['xfail']}\n")
+        why = failure_details(kind, path) if failed and path.is_file() else {}
+        with open(summary.with_name("failures.txt"), "a", encoding="utf-8") as f:
+            for t in (failed + skipped + missing)[:10]:
+                kind_of = "failed" if t in failed else "skipped" if t in skipped else "missing"
+                f.write(f"[{stage}] {kind_of}: {t}" + (f": {why[t]}" if why.get(t) else "") + "\n")
     return 0 if nfail == 0 else 1
 
 

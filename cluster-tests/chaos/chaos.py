@@ -203,6 +203,11 @@ def main() -> int:
     print(f"{passed} passed, {failed} failed")
     with open(work / "table.txt", "w") as f:
         f.write(table(results) + f"\n{passed} passed, {failed} failed\n")
+    # cluster-tests/stages.py's tsv, with why a scenario failed
+    with open(work / "results.tsv", "w") as f:
+        for r in results:
+            why = "" if r.passed else "\t" + " | ".join(" ".join(x.split()) for x in r.failures)
+            f.write(f"{'passed' if r.passed else 'failed'}\tchaos/{r.name}{why}\n")
     return 0 if failed == 0 and results else 1
 
 

@@ -31,13 +31,20 @@ from nsrvd_proc import use_binary  # noqa: E402
 from rmq import Connection, NamesrvClient, ResponseCode  # noqa: E402
 
 # "Flat": samples of the first WARMUP_FRACTION are not judged (tables, buffers and the
-# allocator's arenas grow to their working size there). The rest is cut into quarters; the
-# last quarter's maximum may exceed the first quarter's maximum by at most
-# RSS_SLACK_FRACTION (+ RSS_SLACK_KB for allocator granularity) for RSS, and by at most
-# FD_SLACK descriptors (connections in flight when the sample is taken) for open files.
+# allocator's arenas grow to their working size there). The rest is cut into quarters.
+# RSS: a leak grows RSS in every quarter; the allocator grows it in steps (a heap top that
+# cannot shrink, a mmap threshold that moves: +600-700 kB at once, seen 2 minutes into a
+# 5-minute run), after which it is flat again. So the growth from the first quarter's maximum
+# to the last's, minus the largest single quarter-to-quarter rise, may be at most
+# RSS_SLACK_FRACTION (+ RSS_SLACK_KB for allocator granularity); and that one rise at most
+# RSS_STEP_MAX_KB (a one-off leak bigger than any allocator step still fails).
+# Open files: a connection in flight when a sample is taken adds one, and 4 clients, 50
+# brokers coming and going make the count swing by 20 from sample to sample; a leaked
+# descriptor stays. So the quarters' medians are compared: at most FD_SLACK more at the end.
 WARMUP_FRACTION = 0.2
 RSS_SLACK_FRACTION = 0.05
 RSS_SLACK_KB = 512
+RSS_STEP_MAX_KB = 2048
 FD_SLACK = 8
 SAMPLE_EVERY_S = 2.0
 
@@ -237,23 +244,24 @@ class Soak:
         for nd_id, samples in sorted(self.samples.items()):
             judged = samples[int(len(samples) * WARMUP_FRACTION):]
             q = max(1, len(judged) // 4)
-            first, last = judged[:q], judged[-q:]
             if len(judged) < 8:
                 checks.append((False, f"node{nd_id}-rss-flat", f"only {len(judged)} samples"))
                 continue
-            r1 = max(s["rss_kb"] for s in first)
-            r4 = max(s["rss_kb"] for s in last)
-            limit = r1 * (1 + RSS_SLACK_FRACTION) + RSS_SLACK_KB
-            checks.append((r4 <= limit, f"node{nd_id}-rss-flat",
-                           f"max RSS first quarter {r1} kB, last quarter {r4} kB, limit {limit:.0f} kB"))
-            f1 = max(s["fds"] for s in first)
-            f4 = max(s["fds"] for s in last)
-            checks.append((f4 <= f1 + FD_SLACK, f"node{nd_id}-fds-flat",
-                           f"max open files first quarter {f1}, last quarter {f4}, limit {f1 + FD_SLACK}"))
+            quarters = [judged[i * q:(i + 1) * q] for i in range(3)] + [judged[3 * q:]]
+            rss = [max(s["rss_kb"] for s in qs) for qs in quarters]
+            step = max(0, max(b - a for a, b in zip(rss, rss[1:])))
+            creep = rss[3] - rss[0] - step
+            limit = rss[0] * RSS_SLACK_FRACTION + RSS_SLACK_KB
+            checks.append((creep <= limit and step <= RSS_STEP_MAX_KB, f"node{nd_id}-rss-flat",
+                           f"max RSS by quarter {rss} kB: growth besides the largest step {creep} kB "
+                           f"(limit {limit:.0f}), largest step {step} kB (limit {RSS_STEP_MAX_KB})"))
+            fds = [sorted(s["fds"] for s in qs)[len(qs) // 2] for qs in quarters]
+            checks.append((fds[3] <= fds[0] + FD_SLACK, f"node{nd_id}-fds-flat",
+                           f"median open files by quarter {fds}, limit {fds[0] + FD_SLACK} at the end"))
         c = self.counts
         checks.append((c["requests"] > 0 and c["unanswered"] == 0 and c["bad_code"] == 0, "requests-answered",
                        f"{c['requests']} requests on {c['connections']} connections, {c['unanswered']} unanswered, "
-                       f"{c['bad_code']} unexpected codes"))
+                       f"{c['bad_code']} unexpected codes" + (f"; first error: {self.errors[0]}" if self.errors else "")))
         checks.append((c["kv_mismatch"] == 0, "kv-read-your-write", f"{c['kv_mismatch']} mismatches"))
         checks.append((c["broker_ops"] > 0 and c["visits"] > 0, "broker-churn-ran",
                        f"{c['broker_ops']} broker operations, {c['visits']} visiting simulators"))
@@ -276,7 +284,7 @@ def main() -> int:
     lines = []
     for ok, name, detail in checks:
         print(f"[soak] {'PASS' if ok else 'FAIL'} {name}: {detail}")
-        lines.append(f"{'passed' if ok else 'failed'}\tsoak/{name}")
+        lines.append(f"{'passed' if ok else 'failed'}\tsoak/{name}" + ("" if ok else f"\t{detail}"))
     for e in soak.errors[:20]:
         print(f"[soak] error: {e}")
     print(f"[soak] {len(checks)} checks in {time.monotonic() - t0:.0f} s; samples in {workdir}/samples.json")
