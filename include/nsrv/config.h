@@ -22,6 +22,7 @@
 #define NSRV_CONFIG_RUNTIME 1u  /* read at request time: an UPDATE takes effect at once */
 #define NSRV_CONFIG_PATH 2u     /* a file-system path: UPDATE always refuses it */
 #define NSRV_CONFIG_NOUPDATE 4u /* UPDATE always refuses it (configBlackList) */
+#define NSRV_CONFIG_SECRET 8u   /* never rendered for GET_NAMESRV_CONFIG or -p (a password) */
 
 #define NSRV__CONFIG_CTYPE_BOOL bool
 #define NSRV__CONFIG_CTYPE_INT int32_t

@@ -19,6 +19,7 @@
 #include "nsrv/fileio.h"
 #include "nsrv/log.h"
 #include "nsrv/text.h"
+#include "nsrv/tls_names.h"
 
 /* A config file is a few kilobytes; this cap only stops a wrong -c argument
  * (a log file, a device) from being slurped. */
@@ -46,8 +47,18 @@ static const char *check_log_level(const char *value) {
 #define DEF_INT(d) .def_num = (d)
 #define DEF_LONG(d) .def_num = (d)
 #define DEF_STRING(d) .def_str = (d)
+static const char *check_tls_mode(const char *value) {
+    return nsrv_tls_mode_parse(value) >= 0 ? NULL : "one of disabled, permissive, enforcing";
+}
+
+static const char *check_tls_auth(const char *value) {
+    return nsrv_tls_auth_parse(value) >= 0 ? NULL : "one of none, optional, require";
+}
+
 #define CHECK_NONE NULL
 #define CHECK_LOG_LEVEL check_log_level
+#define CHECK_TLS_MODE check_tls_mode
+#define CHECK_TLS_AUTH check_tls_auth
 
 static const key_desc_t keys[] = {
 #define NSRV_CFG(name_, type_, def_, field_, flags_, min_, max_, check_)                           \
@@ -414,6 +425,8 @@ static void render(const nsrv_config_t *cfg, nsrv_buf_t *out, bool escaped) {
     for (size_t i = 0; i < NKEYS; i++) {
         const key_desc_t *d = &keys[i];
         render_item_t *it = &items[n];
+        if ((d->flags & NSRV_CONFIG_SECRET) && !escaped)
+            continue; /* a password leaves the node only in the persisted file */
         const char *base = (const char *)cfg + d->offset;
         it->key = d->name;
         switch (d->type) {

@@ -31,8 +31,6 @@
 #define READ_CHUNK (64 * 1024)
 /* Replies batched from one read are flushed once they pass this size. */
 #define OUT_FLUSH_BYTES (256 * 1024)
-/* The first byte of a TLS ClientHello record; we do not speak TLS. */
-#define TLS_HANDSHAKE_BYTE 0x16
 /* The most loop time one connection's batch may take before others get their turn. A
  * route query takes microseconds, so a turn is hundreds of them. */
 #define BATCH_MAX_NS (1000 * 1000)
@@ -97,6 +95,7 @@ static void close_cb(uv_handle_t *h) {
     NSRV_DLIST_UNLINK(srv->conns, c, prev, next);
     srv->n_conns--;
     nsrv_buf_deinit(&c->in);
+    nsrv__conn_tls_free(c);
     nsrv_free(c);
     if (srv->shutting_down && srv->n_conns == 0)
         uv_stop(&srv->loop); /* server.c finishes the shutdown once uv_run returns */
@@ -105,6 +104,9 @@ static void close_cb(uv_handle_t *h) {
 void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     if (c->closing)
         return;
+    /* close_notify only after every reply: after dropped ones it would claim a clean end. */
+    if (c->tls && !c->reset_on_close && c->out_pending == 0)
+        nsrv__conn_tls_close_notify(c);
     c->closing = true;
     nsrv_server_t *srv = c->srv;
     srv->out_queued_bytes -= c->out_pending; /* the close drops them */
@@ -158,7 +160,7 @@ static void write_cb(uv_write_t *req, int status) {
 }
 
 /* Sends what it can at once; queues the rest with a copy owned by the write request. */
-static void conn_send(nsrv_conn_t *c, const char *data, size_t len) {
+void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len) {
     if (c->closing || len == 0)
         return;
     size_t off = 0;
@@ -190,6 +192,16 @@ static void conn_send(nsrv_conn_t *c, const char *data, size_t len) {
     }
     c->out_pending += rest;
     nsrv__conn_output_queued(c, rest);
+}
+
+/* Sends reply bytes, through the connection's TLS session if it has one. */
+static void conn_send(nsrv_conn_t *c, const char *data, size_t len) {
+    if (c->closing || len == 0)
+        return;
+    if (c->tls)
+        nsrv__conn_tls_send(c, data, len);
+    else
+        nsrv__conn_send_raw(c, data, len);
 }
 
 static void flush_out(nsrv_conn_t *c) {
@@ -319,6 +331,17 @@ static void conn_process(nsrv_conn_t *c) {
     }
 }
 
+void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
+    if (c->in.len != c->in_off) { /* behind a partial frame or held-back frames */
+        nsrv_buf_append(&c->in, p, n);
+        conn_process(c);
+        return;
+    }
+    size_t used = process_frames(c, p, n);
+    if (!c->closing && used < n)
+        keep_rest(c, p + used, n - used);
+}
+
 /*
  * Most reads carry whole requests: they land in one server-wide buffer and are
  * processed from there, with no per-connection memory. Only a partial frame
@@ -328,7 +351,8 @@ static void conn_process(nsrv_conn_t *c) {
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)suggested;
     nsrv_conn_t *c = (nsrv_conn_t *)h;
-    if (c->in.len == c->in_off) {
+    /* A TLS connection's reads are ciphertext: they always land in the shared buffer. */
+    if (c->tls || c->in.len == c->in_off) {
         *buf = uv_buf_init(c->srv->read_buf, sizeof c->srv->read_buf);
         return;
     }
@@ -348,16 +372,13 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     c->last_active_ms = nsrv_now_mono_ms();
     if (!c->saw_first_byte) {
         c->saw_first_byte = true;
-        if ((uint8_t)buf->base[0] == TLS_HANDSHAKE_BYTE) {
-            nsrv__conn_close(c, "TLS handshake on a plain-text port");
+        if (!nsrv__conn_first_byte(c, (uint8_t)buf->base[0]))
             return;
-        }
     }
-    if (buf->base == c->srv->read_buf) {
-        const uint8_t *p = (const uint8_t *)buf->base;
-        size_t used = process_frames(c, p, (size_t)nread);
-        if (!c->closing && used < (size_t)nread)
-            keep_rest(c, p + used, (size_t)nread - used);
+    if (c->tls) {
+        nsrv__conn_tls_received(c, buf->base, (size_t)nread);
+    } else if (buf->base == c->srv->read_buf) {
+        nsrv__conn_deliver(c, (const uint8_t *)buf->base, (size_t)nread);
     } else {
         c->in.len += (size_t)nread;
         conn_process(c);
@@ -406,7 +427,8 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
 
 void nsrv__conn_maybe_finish(nsrv_conn_t *c) {
     /* A deferred reply (a durable write in progress) is a request still in flight. */
-    if (c->closing || c->out_pending > 0 || c->slots || c->in_off != c->in.len)
+    if (c->closing || c->out_pending > 0 || c->slots || c->in_off != c->in.len ||
+        nsrv__conn_tls_input_pending(c))
         return;
     /* Bytes still in the kernel are a request in flight: read them first. */
     uv_os_fd_t fd;

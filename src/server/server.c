@@ -97,7 +97,8 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
 }
 
 /* SIGHUP: re-reads the config file for what can change live: the gossip peers,
- * their keys and our signing key (key rotation), and the log level. */
+ * their keys and our signing key (key rotation), the log level, and the TLS
+ * certificate, key and client-certificate settings (for new connections). */
 static void reload(nsrv_server_t *srv) {
     if (!srv->config_file) {
         nsrv_log_notice("SERVER", "SIGHUP: no config file to reload");
@@ -110,6 +111,7 @@ static void reload(nsrv_server_t *srv) {
         nsrv_log_error("SERVER", "SIGHUP: keeping the running config: %s", err);
     } else {
         nsrv_config_apply_log_level(&fresh);
+        nsrv__tls_reload(srv, &fresh);
         if (srv->gossip && nsrv_gossip_reload(srv->gossip, &fresh, err, sizeof err) != 0)
             nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
         else
@@ -257,7 +259,8 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     init_signal(srv, &srv->sig_term, SIGTERM);
     init_signal(srv, &srv->sig_int, SIGINT);
     init_signal(srv, &srv->sig_hup, SIGHUP);
-    if (bind_listener(srv) != 0 || nsrv__status_start(srv) != 0 || start_gossip(srv) != 0)
+    if (nsrv__tls_start(srv) != 0 || bind_listener(srv) != 0 || nsrv__status_start(srv) != 0 ||
+        start_gossip(srv) != 0)
         goto stop_loop;
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);
@@ -281,6 +284,7 @@ stop_loop:
     nsrv_processor_destroy(&srv->proc);
     nsrv_route_destroy(&srv->rt);
     nsrv_kv_destroy(&srv->kv);
+    nsrv__tls_stop(srv);
     nsrv_arena_deinit(&srv->arena);
     nsrv_buf_deinit(&srv->body);
     nsrv_buf_deinit(&srv->out);

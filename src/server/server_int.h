@@ -20,6 +20,8 @@ typedef struct nsrv_server nsrv_server_t;
 typedef struct nsrv_writer nsrv_writer_t;
 typedef struct nsrv_wfile nsrv_wfile_t;
 struct nsrv_conn;
+struct nsrv_tls_ctx;
+struct nsrv_tls_session;
 
 /*
  * A deferred reply (processor.h) in its connection's reply queue, with the
@@ -56,6 +58,7 @@ typedef struct nsrv_conn {
     bool saw_first_byte;
     bool deferred_close;
     bool reset_on_close;           /* close with RST: the kernel drops unsent bytes too */
+    struct nsrv_tls_session *tls;  /* NULL: plaintext (conn_tls.c) */
     struct nsrv_conn *prev, *next; /* server's connection list */
     UT_hash_handle hh;             /* by id */
 } nsrv_conn_t;
@@ -118,6 +121,11 @@ struct nsrv_server {
     /* Where a broker heard only through peers was last reported from (e.g. "peer:2"). */
     const char *(*liveness_source)(void *ud, const nsrv_route_live_info_t *li);
     void *liveness_ud;
+    /* TLS on the listen port (conn_tls.c). */
+    struct nsrv_tls_ctx *tls;
+    nsrv_buf_t tls_plain; /* one read's decrypted bytes */
+    uint64_t tls_handshakes_ok, tls_handshakes_failed;
+    uint64_t tls_refused_total, plain_refused_total; /* closed by tls.server.mode at byte one */
     /* Per-request scratch reused across requests: no allocation in steady state. */
     nsrv_arena_t arena;
     nsrv_buf_t body;
@@ -137,6 +145,31 @@ nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id
 void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp);
 /* Continues the connections that yielded their read batch (srv->resume). */
 void nsrv__conn_resume_cb(uv_idle_t *h);
+
+/* Sends bytes as they are on the socket (ciphertext for a TLS connection). */
+void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len);
+/* Runs the requests in received plaintext p[0..n) and keeps a partial frame. */
+void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n);
+
+/* conn_tls.c */
+/* Builds the TLS context (tls.* keys); logs and returns -1 if it cannot. */
+int nsrv__tls_start(nsrv_server_t *srv);
+/* SIGHUP: new connections get the certificate and key of fresh; errors keep the old ones. */
+void nsrv__tls_reload(nsrv_server_t *srv, const struct nsrv_config *fresh);
+void nsrv__tls_stop(nsrv_server_t *srv);
+/* Appends the TLS counters in Prometheus text. */
+void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out);
+/* Applies tls.server.mode to the first byte: false if it closed c; starts TLS on 0x16. */
+bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first);
+/* Ciphertext received on a TLS connection: decrypted and delivered, or c closed. */
+void nsrv__conn_tls_received(nsrv_conn_t *c, const char *data, size_t len);
+/* Encrypts and sends plaintext reply bytes. */
+void nsrv__conn_tls_send(nsrv_conn_t *c, const char *data, size_t len);
+/* Best-effort close_notify before a graceful close with nothing left queued. */
+void nsrv__conn_tls_close_notify(nsrv_conn_t *c);
+/* Part of a TLS record received and not yet decryptable: a request in flight. */
+bool nsrv__conn_tls_input_pending(const nsrv_conn_t *c);
+void nsrv__conn_tls_free(nsrv_conn_t *c);
 
 /* durable.c: starts the writer thread and makes the processor's KV and config
  * writes asynchronous; stop waits for every requested write, then ends it. */

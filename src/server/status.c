@@ -215,6 +215,7 @@ static void build_metrics(nsrv_server_t *srv, nsrv_buf_t *b) {
                     srv->writer ? nsrv_writer_writes(srv->writer) : 0,
                     srv->writer ? nsrv_writer_requests(srv->writer) : 0, srv->replies_pending,
                     srv->batch_yields_total);
+    nsrv__tls_metrics(srv, b);
     if (srv->gossip_metrics)
         srv->gossip_metrics(srv->gossip_status_ud, b);
 }

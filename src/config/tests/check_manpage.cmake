@@ -1,7 +1,7 @@
 # ctest manpage_keys: every key of config_keys.def (read here with a regex, independently of
 # the generator) is documented in the generated nsrvd.8 and listed by `nsrvd --help`.
 file(READ ${DEF} def)
-string(REGEX MATCHALL "\nNSRV_CFG\\(([A-Za-z0-9]+)," entries "${def}")
+string(REGEX MATCHALL "\nNSRV_CFG\\(([A-Za-z0-9.]+)," entries "${def}")
 list(LENGTH entries n)
 if(n LESS 50)
   message(FATAL_ERROR "only ${n} keys parsed from ${DEF}")
@@ -16,7 +16,7 @@ if(NOT rc EQUAL 0)
 endif()
 set(missing "")
 foreach(e IN LISTS entries)
-  string(REGEX REPLACE "\nNSRV_CFG\\(([A-Za-z0-9]+)," "\\1" key "${e}")
+  string(REGEX REPLACE "\nNSRV_CFG\\(([A-Za-z0-9.]+)," "\\1" key "${e}")
   string(FIND "${page}" ".TP\n\\fB${key}\\fR (" at)
   if(at LESS 0)
     list(APPEND missing "nsrvd.8:${key}")

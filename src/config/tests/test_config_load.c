@@ -100,7 +100,15 @@ static char *expected_default_body(bool with_home) {
                                              "gossipIntervalMs=5000",
                                              "gossipDeltaMs=100",
                                              "gossipMaxDatagram=1200",
-                                             "gossipStatePath="};
+                                             "gossipStatePath=",
+                                             "tls.server.mode=permissive",
+                                             "tls.config.file=/etc/rocketmq/tls.properties",
+                                             "tls.test.mode.enable=true",
+                                             "tls.server.certPath=",
+                                             "tls.server.keyPath=",
+                                             "tls.server.need.client.auth=none",
+                                             "tls.server.authClient=false",
+                                             "tls.server.trustCertPath="};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(nsrvd_keys); i++)
         lines[n++] = (char *)nsrvd_keys[i];
     qsort(lines, n, sizeof lines[0], cmp_str);
@@ -197,9 +205,11 @@ static void test_key_table(void **state) {
     (void)state;
     /* 40 Java keys (proto/requests.md §2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
      * maxConnections, totalOutputLimitBytes, totalInputLimitBytes, registerMaxTopics,
-     * registerMaxDecodedBytes, 2 status keys and 13 gossip keys. */
-    assert_int_equal(nsrv_config_key_count(), 63);
-    assert_null(nsrv_config_key_name(63));
+     * registerMaxDecodedBytes, 2 status keys, 13 gossip keys and 9 TLS keys. */
+    assert_int_equal(nsrv_config_key_count(), 72);
+    assert_null(nsrv_config_key_name(72));
+    assert_int_equal(nsrv_config_key_flags("tls.server.keyPassword"),
+                     NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_SECRET);
     assert_int_equal(nsrv_config_key_flags("kvConfigPath"), NSRV_CONFIG_PATH);
     assert_int_equal(nsrv_config_key_flags("configBlackList"), NSRV_CONFIG_NOUPDATE);
     assert_int_equal(nsrv_config_key_flags("enableAllTopicList"), NSRV_CONFIG_RUNTIME);
@@ -289,8 +299,33 @@ static void test_bad_values(void **state) {
                "99999999999999999999");
     expect_bad("maxFrameLength=2147483648", "maxFrameLength", "2147483648");
     expect_bad("logLevel=verbose", "logLevel", "verbose");
+    expect_bad("tls.server.mode=strict", "tls.server.mode", "strict");
+    expect_bad("tls.server.need.client.auth=always", "tls.server.need.client.auth", "always");
     /* A hostile value cannot forge a second line in the message. */
     expect_bad("listenPort=1\\nfake", "listenPort", "1\\nfake");
+}
+
+/* The key password is loaded and persisted, but GET_NAMESRV_CONFIG and -p never show it. */
+static void test_secret_not_rendered(void **state) {
+    (void)state;
+    char *path = write_tmp("tls.properties", "tls.server.keyPassword=s3cret\n"
+                                             "tls.server.mode=ENFORCING\n");
+    nsrv_config_t cfg;
+    char err[256];
+    nsrv_config_init_defaults(&cfg);
+    assert_int_equal(nsrv_config_load_file(&cfg, path, err, sizeof err), 0);
+    assert_string_equal(cfg.tls_server_key_password, "s3cret");
+    assert_string_equal(cfg.tls_server_mode, "ENFORCING");
+    char *shown = render(&cfg);
+    assert_null(strstr(shown, "s3cret"));
+    assert_non_null(strstr(shown, "\ntls.server.mode=ENFORCING\n"));
+    nsrv_buf_t persisted = NSRV_BUF_INIT;
+    nsrv_config_render_escaped(&cfg, &persisted);
+    assert_non_null(strstr(persisted.data, "tls.server.keyPassword=s3cret"));
+    nsrv_buf_deinit(&persisted);
+    nsrv_free(shown);
+    nsrv_config_free(&cfg);
+    nsrv_free(path);
 }
 
 static void test_load_errors(void **state) {
@@ -373,6 +408,7 @@ int main(void) {
         cmocka_unit_test(test_key_table),           cmocka_unit_test(test_load_file),
         cmocka_unit_test(test_bad_values),          cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_limits_accepted),     cmocka_unit_test(test_example_file),
+        cmocka_unit_test(test_secret_not_rendered),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * TLS on a connection (README "TLS"): the first byte decides, as Java's
+ * HandshakeHandler does, whether the connection is TLS, plaintext, or refused
+ * by tls.server.mode. A TLS connection's received bytes go through its session
+ * (tls_session.c) and the plaintext into the same framing as a plaintext
+ * connection (conn.c); its replies are encrypted and sent as raw bytes, so
+ * back-pressure, output caps and idle timeouts count ciphertext on the socket.
+ * A graceful close sends close_notify after the last reply.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "nsrv/buf.h"
+#include "nsrv/config.h"
+#include "nsrv/log.h"
+#include "server_int.h"
+#include "tls.h"
+
+/* Replies are encrypted and handed to the socket in pieces of this size, so a large
+ * reply never sits twice in memory as a whole. */
+#define SEND_CHUNK (64 * 1024)
+
+int nsrv__tls_start(nsrv_server_t *srv) {
+    char err[512] = "";
+    srv->tls = nsrv_tls_ctx_create(srv->cfg, err, sizeof err);
+    if (!srv->tls) {
+        nsrv_log_error("TLS", "cannot start: %s", err);
+        return -1;
+    }
+    nsrv_buf_init(&srv->tls_plain);
+    nsrv_log_notice("TLS", "%s", nsrv_tls_ctx_describe(srv->tls));
+    return 0;
+}
+
+void nsrv__tls_reload(nsrv_server_t *srv, const nsrv_config_t *fresh) {
+    if (!srv->tls || nsrv_tls_ctx_mode(srv->tls) == NSRV_TLS_DISABLED)
+        return;
+    if (strcmp(fresh->tls_server_mode, srv->cfg->tls_server_mode) != 0)
+        nsrv_log_notice("TLS", "SIGHUP: tls.server.mode changes at the next start only");
+    char err[512] = "";
+    if (nsrv_tls_ctx_reload(srv->tls, fresh, err, sizeof err) != 0)
+        nsrv_log_error("TLS", "SIGHUP: keeping the running certificate: %s", err);
+    else
+        nsrv_log_notice("TLS", "SIGHUP: new connections use: %s", nsrv_tls_ctx_describe(srv->tls));
+}
+
+void nsrv__tls_stop(nsrv_server_t *srv) {
+    nsrv_tls_ctx_destroy(srv->tls);
+    srv->tls = NULL;
+    nsrv_buf_deinit(&srv->tls_plain);
+}
+
+void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out) {
+    nsrv_buf_printf(out,
+                    "# TYPE nsrvd_tls_handshakes_total counter\n"
+                    "nsrvd_tls_handshakes_total{result=\"ok\"} %" PRIu64 "\n"
+                    "nsrvd_tls_handshakes_total{result=\"failed\"} %" PRIu64 "\n"
+                    "# TYPE nsrvd_tls_first_byte_refused_total counter\n"
+                    "nsrvd_tls_first_byte_refused_total{reason=\"tls_disabled\"} %" PRIu64 "\n"
+                    "nsrvd_tls_first_byte_refused_total{reason=\"plaintext_enforcing\"} %" PRIu64
+                    "\n",
+                    srv->tls_handshakes_ok, srv->tls_handshakes_failed, srv->tls_refused_total,
+                    srv->plain_refused_total);
+}
+
+bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first) {
+    nsrv_server_t *srv = c->srv;
+    switch (nsrv_tls_classify(nsrv_tls_ctx_mode(srv->tls), first)) {
+    case NSRV_FIRST_PLAIN:
+        return true;
+    case NSRV_FIRST_REFUSE_TLS:
+        srv->tls_refused_total++;
+        nsrv__conn_close(c, "TLS handshake while tls.server.mode=disabled");
+        return false;
+    case NSRV_FIRST_REFUSE_PLAIN:
+        srv->plain_refused_total++;
+        nsrv__conn_close(c, "plaintext while tls.server.mode=enforcing");
+        return false;
+    case NSRV_FIRST_TLS:
+        break;
+    }
+    c->tls = nsrv_tls_session_new(nsrv_tls_ctx_ssl(srv->tls));
+    if (!c->tls) {
+        srv->tls_handshakes_failed++;
+        nsrv__conn_close(c, "cannot create a TLS session");
+        return false;
+    }
+    return true;
+}
+
+/* Sends what the engine produced: handshake messages, records, alerts. */
+static void flush_output(nsrv_conn_t *c) {
+    const char *p = NULL;
+    size_t n = nsrv_tls_session_output(c->tls, &p);
+    if (n > 0)
+        nsrv__conn_send_raw(c, p, n);
+    nsrv_tls_session_output_clear(c->tls);
+}
+
+void nsrv__conn_tls_received(nsrv_conn_t *c, const char *data, size_t len) {
+    nsrv_server_t *srv = c->srv;
+    bool was_established = nsrv_tls_session_established(c->tls);
+    nsrv_buf_t *plain = &srv->tls_plain;
+    nsrv_buf_reset(plain);
+    const char *why = NULL;
+    nsrv_tls_status_t st = nsrv_tls_session_feed(c->tls, data, len, plain, &why);
+    if (!was_established && nsrv_tls_session_established(c->tls)) {
+        srv->tls_handshakes_ok++;
+        char desc[256];
+        nsrv_tls_session_describe(c->tls, desc, sizeof desc);
+        nsrv_log_info("TLS", "connection '%s': %s", c->peer, desc);
+    } else if (!was_established && st == NSRV_TLS_FAILED) {
+        srv->tls_handshakes_failed++;
+    }
+    flush_output(c);
+    if (plain->len > 0 && !c->closing)
+        nsrv__conn_deliver(c, (const uint8_t *)plain->data, plain->len);
+    if (c->closing)
+        return;
+    if (st == NSRV_TLS_CLOSED)
+        nsrv__conn_close(c, "peer sent close_notify");
+    else if (st == NSRV_TLS_FAILED)
+        nsrv__conn_close(c, why);
+}
+
+void nsrv__conn_tls_send(nsrv_conn_t *c, const char *data, size_t len) {
+    while (len > 0 && !c->closing) {
+        size_t chunk = len < SEND_CHUNK ? len : SEND_CHUNK;
+        if (!nsrv_tls_session_write(c->tls, data, chunk)) {
+            nsrv__conn_close(c, "TLS write failed");
+            return;
+        }
+        flush_output(c);
+        data += chunk;
+        len -= chunk;
+    }
+}
+
+void nsrv__conn_tls_close_notify(nsrv_conn_t *c) {
+    nsrv_tls_session_shutdown(c->tls);
+    const char *p = NULL;
+    size_t n = nsrv_tls_session_output(c->tls, &p);
+    if (n > 0) {
+        /* Best effort: nothing else is queued, so the socket takes these few bytes now. */
+        uv_buf_t b = uv_buf_init((char *)p, (unsigned)n);
+        (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+    }
+    nsrv_tls_session_output_clear(c->tls);
+}
+
+bool nsrv__conn_tls_input_pending(const nsrv_conn_t *c) {
+    return c->tls && nsrv_tls_session_input_pending(c->tls) > 0;
+}
+
+void nsrv__conn_tls_free(nsrv_conn_t *c) {
+    nsrv_tls_session_free(c->tls);
+    c->tls = NULL;
+}

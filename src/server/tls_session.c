@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One connection's TLS engine through two memory BIOs: received ciphertext is
+ * written into `in` and decrypted with SSL_read; replies are encrypted with
+ * SSL_write into `out`, which the caller sends. OpenSSL never touches the
+ * socket, so nothing blocks and the libuv loop keeps the I/O.
+ */
+#include <openssl/buffer.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nsrv/alloc.h"
+#include "tls.h"
+
+/* Plaintext decrypted per SSL_read call: one TLS record at most. */
+#define PLAIN_CHUNK (16 * 1024 + 256)
+/* Output buffers larger than this are replaced, not cleared, once sent. */
+#define OUT_KEEP_BYTES (32 * 1024)
+
+struct nsrv_tls_session {
+    SSL *ssl;
+    BIO *in, *out; /* owned by ssl */
+    bool failed;
+    char why[160];
+};
+
+nsrv_tls_session_t *nsrv_tls_session_new(nsrv_ssl_ctx_t *ctx) {
+    ERR_clear_error();
+    SSL *ssl = SSL_new(ctx);
+    BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+    if (!ssl || !in || !out) {
+        SSL_free(ssl);
+        BIO_free(in);
+        BIO_free(out);
+        ERR_clear_error();
+        return NULL;
+    }
+    /* An empty memory BIO reports "retry" instead of end of file. */
+    BIO_set_mem_eof_return(in, -1);
+    BIO_set_mem_eof_return(out, -1);
+    SSL_set_bio(ssl, in, out);
+    SSL_set_accept_state(ssl);
+    nsrv_tls_session_t *s = nsrv_calloc(1, sizeof *s);
+    s->ssl = ssl;
+    s->in = in;
+    s->out = out;
+    return s;
+}
+
+void nsrv_tls_session_free(nsrv_tls_session_t *s) {
+    if (!s)
+        return;
+    SSL_free(s->ssl);
+    nsrv_free(s);
+}
+
+static nsrv_tls_status_t fail(nsrv_tls_session_t *s, const char *what, const char **why) {
+    char reason[128] = "";
+    unsigned long e = ERR_peek_last_error();
+    if (e)
+        ERR_error_string_n(e, reason, sizeof reason);
+    ERR_clear_error();
+    snprintf(s->why, sizeof s->why, "%s%s%s", what, reason[0] ? ": " : "", reason);
+    s->failed = true;
+    *why = s->why;
+    return NSRV_TLS_FAILED;
+}
+
+nsrv_tls_status_t nsrv_tls_session_feed(nsrv_tls_session_t *s, const void *data, size_t len,
+                                        nsrv_buf_t *plain, const char **why) {
+    *why = NULL;
+    if (s->failed)
+        return fail(s, "TLS session already failed", why);
+    ERR_clear_error();
+    if (len > 0 && BIO_write(s->in, data, (int)len) != (int)len)
+        return fail(s, "TLS input buffer", why);
+    /* Decrypt everything complete: a connection stopped by back-pressure is not read again
+     * until it drains, so nothing may stay behind in the engine. */
+    for (;;) {
+        nsrv_buf_reserve(plain, PLAIN_CHUNK);
+        int n = SSL_read(s->ssl, plain->data + plain->len, PLAIN_CHUNK);
+        if (n > 0) {
+            plain->len += (size_t)n;
+            continue;
+        }
+        switch (SSL_get_error(s->ssl, n)) {
+        case SSL_ERROR_WANT_READ:
+            return NSRV_TLS_OK;
+        case SSL_ERROR_ZERO_RETURN:
+            return NSRV_TLS_CLOSED;
+        default:
+            return fail(
+                s, SSL_is_init_finished(s->ssl) ? "TLS record error" : "TLS handshake failed", why);
+        }
+    }
+}
+
+bool nsrv_tls_session_write(nsrv_tls_session_t *s, const void *data, size_t len) {
+    if (s->failed)
+        return false;
+    ERR_clear_error();
+    /* The memory BIO grows as needed, so SSL_write takes all of it at once. */
+    while (len > 0) {
+        int chunk = len > (1u << 30) ? (1 << 30) : (int)len;
+        int n = SSL_write(s->ssl, data, chunk);
+        if (n <= 0) {
+            ERR_clear_error();
+            s->failed = true;
+            return false;
+        }
+        data = (const char *)data + n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+void nsrv_tls_session_shutdown(nsrv_tls_session_t *s) {
+    if (s->failed || !SSL_is_init_finished(s->ssl))
+        return;
+    ERR_clear_error();
+    SSL_shutdown(s->ssl);
+    ERR_clear_error();
+}
+
+size_t nsrv_tls_session_output(nsrv_tls_session_t *s, const char **p) {
+    char *data = NULL;
+    long n = BIO_get_mem_data(s->out, &data);
+    *p = data;
+    return n > 0 ? (size_t)n : 0;
+}
+
+void nsrv_tls_session_output_clear(nsrv_tls_session_t *s) {
+    /* A reset clears the whole allocation, however little was written: after a large
+     * reply, start over with a small buffer instead. */
+    BUF_MEM *mem = NULL;
+    BIO_get_mem_ptr(s->out, &mem);
+    BIO *fresh = mem && mem->max > OUT_KEEP_BYTES ? BIO_new(BIO_s_mem()) : NULL;
+    if (!fresh) {
+        (void)BIO_reset(s->out);
+        return;
+    }
+    BIO_set_mem_eof_return(fresh, -1);
+    SSL_set0_wbio(s->ssl, fresh); /* frees the old one */
+    s->out = fresh;
+}
+
+bool nsrv_tls_session_established(const nsrv_tls_session_t *s) {
+    return SSL_is_init_finished(s->ssl);
+}
+
+size_t nsrv_tls_session_input_pending(const nsrv_tls_session_t *s) {
+    return BIO_ctrl_pending(s->in);
+}
+
+void nsrv_tls_session_describe(const nsrv_tls_session_t *s, char *out, size_t len) {
+    const char *cn = NULL;
+    char subject[128] = "";
+    X509 *peer = SSL_get1_peer_certificate(s->ssl);
+    if (peer) {
+        X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, subject,
+                                  sizeof subject);
+        cn = subject;
+        X509_free(peer);
+    }
+    snprintf(out, len, "%s %s%s%s", SSL_get_version(s->ssl), SSL_get_cipher_name(s->ssl),
+             cn ? ", client certificate CN=" : "", cn ? cn : "");
+}
