@@ -81,7 +81,6 @@ BAD_FRAMES = {
     "binary-val-len-past-ext": _json_frame(
         _binary_header(ext_len=11, ext=struct.pack(">h", 1) + b"k" + struct.pack(">i", 99) + b"vvvv"), st=1
     ),
-    "tls-client-hello": bytes.fromhex("1603010200010001fc0303") + os.urandom(32) + b"\x00" * 64,
 }
 
 
