@@ -425,8 +425,9 @@ static void render(const nsrv_config_t *cfg, nsrv_buf_t *out, bool escaped) {
     for (size_t i = 0; i < NKEYS; i++) {
         const key_desc_t *d = &keys[i];
         render_item_t *it = &items[n];
-        if ((d->flags & NSRV_CONFIG_SECRET) && !escaped)
-            continue; /* a password leaves the node only in the persisted file */
+        /* A password leaves the node only in the persisted file, and only when set. */
+        if ((d->flags & NSRV_CONFIG_SECRET) && (!escaped || !field_cstr(cfg, d)[0]))
+            continue;
         const char *base = (const char *)cfg + d->offset;
         it->key = d->name;
         switch (d->type) {
