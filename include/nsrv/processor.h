@@ -10,6 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <sys/socket.h>
+
+#include "nsrv/acl.h"
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "nsrv/mq_codes.h"
@@ -33,10 +36,12 @@ void nsrv_processor_destroy(nsrv_processor_t **p);
  * cache, valid until the next call). The handler always runs; the caller
  * must not send resp for oneway requests. Returns true when the reply was
  * deferred instead (see nsrv_reply_host_t): resp is then not to be sent.
+ * peer: the connection's remote address, for the allow lists (NULL: unknown,
+ * which no allow list admits).
  */
 bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
-                           uint64_t now_ms, nsrv_arena_t *arena, nsrv_buf_t *body_out,
-                           nsrv_cmd_t *resp);
+                           const struct sockaddr *peer, uint64_t now_ms, nsrv_arena_t *arena,
+                           nsrv_buf_t *body_out, nsrv_cmd_t *resp);
 
 /*
  * Pending reply slots, for handlers whose answer waits on other work (today:
@@ -84,6 +89,10 @@ void nsrv_processor_set_async(nsrv_processor_t *p, const nsrv_reply_host_t *repl
 typedef void (*nsrv_unregister_hook_t)(void *ud, const char *cluster, const char *addr,
                                        const char *name, int64_t id);
 void nsrv_processor_set_unregister_hook(nsrv_processor_t *p, nsrv_unregister_hook_t fn, void *ud);
+
+/* Installs the access policy (allow lists, signatures, the UPDATE switch),
+ * taking ownership; the previous one is destroyed. NULL: everything open. */
+void nsrv_processor_set_acl(nsrv_processor_t *p, nsrv_acl_t *acl);
 
 /* Fills *resp with GO_AWAY ("please go away") for req. */
 void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp);

@@ -17,6 +17,7 @@ struct nsrv_processor {
     bool async;                  /* replies and durable are set */
     nsrv_reply_host_t replies;   /* deferred replies (server) */
     nsrv_durable_host_t durable; /* durable writes off the loop (server) */
+    nsrv_acl_t *acl;             /* owned; NULL: nothing restricted */
 };
 
 /* Everything one handler needs for one request. */
@@ -69,6 +70,10 @@ void nsrv_proc_get_config(nsrv_proc_ctx_t *ctx);
  */
 bool nsrv_proc_defer_until_durable(nsrv_proc_ctx_t *ctx, nsrv_durable_target_t target,
                                    const char *what);
+
+/* Runs the access policy on ctx->req from peer: true if it may run, else
+ * ctx->resp is NO_PERMISSION with the policy's remark (proc_acl.c). */
+bool nsrv__proc_acl_permits(nsrv_proc_ctx_t *ctx, const struct sockaddr *peer);
 
 /* Pushes the route-related config (supportActingMaster, ...) into the route table. */
 void nsrv__processor_apply_route_opts(nsrv_processor_t *p);

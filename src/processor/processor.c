@@ -30,6 +30,7 @@ nsrv_processor_t *nsrv_processor_create(struct nsrv_config *cfg, nsrv_route_t *r
 
 void nsrv_processor_destroy(nsrv_processor_t **p) {
     if (p && *p) {
+        nsrv_acl_destroy(&(*p)->acl);
         nsrv_free(*p);
         *p = NULL;
     }
@@ -93,8 +94,8 @@ void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
 }
 
 bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
-                           uint64_t now_ms, nsrv_arena_t *arena, nsrv_buf_t *body_out,
-                           nsrv_cmd_t *resp) {
+                           const struct sockaddr *peer, uint64_t now_ms, nsrv_arena_t *arena,
+                           nsrv_buf_t *body_out, nsrv_cmd_t *resp) {
     nsrv_proc_init_response(req, resp);
     nsrv_buf_reset(body_out);
     nsrv_proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms, false};
@@ -110,6 +111,8 @@ bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t 
         return false;
     }
     nsrv_proc_handler_t h = nsrv__processor_find_handler(req->code);
+    if (h && !nsrv__proc_acl_permits(&ctx, peer))
+        return false;
     if (h) {
         h(&ctx);
         return ctx.deferred;

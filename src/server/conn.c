@@ -237,8 +237,9 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
             return;
         nsrv_processor_go_away(req, &resp);
     } else {
-        bool deferred = nsrv_processor_handle(srv->proc, req, c->id, nsrv_now_mono_ms(),
-                                              &srv->arena, &srv->body, &resp);
+        bool deferred = nsrv_processor_handle(
+            srv->proc, req, c->id, c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
+            nsrv_now_mono_ms(), &srv->arena, &srv->body, &resp);
         if (oneway || deferred)
             return;
     }
@@ -414,8 +415,11 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
     struct sockaddr_storage ss;
     int len = sizeof ss;
     strcpy(c->peer, "?");
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0)
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
         nsrv_sockaddr_format((const struct sockaddr *)&ss, c->peer, sizeof c->peer);
+        c->peer_addr = ss;
+        c->has_peer_addr = true;
+    }
     c->next = srv->conns;
     if (srv->conns)
         srv->conns->prev = c;

@@ -97,8 +97,9 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
 }
 
 /* SIGHUP: re-reads the config file for what can change live: the gossip peers,
- * their keys and our signing key (key rotation), the log level, and the TLS
- * certificate, key and client-certificate settings (for new connections). */
+ * their keys and our signing key (key rotation), the log level, the TLS
+ * certificate, key and client-certificate settings (for new connections), and
+ * the access policy (allow lists, adminAclFile, the UPDATE switch). */
 static void reload(nsrv_server_t *srv) {
     if (!srv->config_file) {
         nsrv_log_notice("SERVER", "SIGHUP: no config file to reload");
@@ -112,9 +113,19 @@ static void reload(nsrv_server_t *srv) {
     } else {
         nsrv_config_apply_log_level(&fresh);
         nsrv__tls_reload(srv, &fresh);
-        if (srv->gossip && nsrv_gossip_reload(srv->gossip, &fresh, err, sizeof err) != 0)
+        bool whole = true;
+        nsrv_acl_t *acl = nsrv_acl_create(&fresh, err, sizeof err);
+        if (acl) {
+            nsrv_processor_set_acl(srv->proc, acl);
+        } else {
+            nsrv_log_error("ACL", "SIGHUP: keeping the running access rules: %s", err);
+            whole = false;
+        }
+        if (srv->gossip && nsrv_gossip_reload(srv->gossip, &fresh, err, sizeof err) != 0) {
             nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
-        else
+            whole = false;
+        }
+        if (whole)
             nsrv_log_notice("SERVER", "SIGHUP: reloaded '%s'", srv->config_file);
     }
     nsrv_config_free(&fresh);
@@ -206,6 +217,19 @@ static void gossip_unregister_hook(void *ud, const char *cluster, const char *ad
                                        nsrv_now_mono_ms());
 }
 
+/* The access policy from cfg: a list or key file that cannot be used stops the
+ * start (an open node where a closed one was asked for would be worse). */
+static int start_acl(nsrv_server_t *srv) {
+    char err[512] = "";
+    nsrv_acl_t *acl = nsrv_acl_create(srv->cfg, err, sizeof err);
+    if (!acl) {
+        nsrv_log_error("ACL", "cannot start: %s", err);
+        return -1;
+    }
+    nsrv_processor_set_acl(srv->proc, acl);
+    return 0;
+}
+
 static int start_gossip(nsrv_server_t *srv) {
     if (!srv->cfg->gossip_enable)
         return 0;
@@ -259,8 +283,8 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     init_signal(srv, &srv->sig_term, SIGTERM);
     init_signal(srv, &srv->sig_int, SIGINT);
     init_signal(srv, &srv->sig_hup, SIGHUP);
-    if (nsrv__tls_start(srv) != 0 || bind_listener(srv) != 0 || nsrv__status_start(srv) != 0 ||
-        start_gossip(srv) != 0)
+    if (nsrv__tls_start(srv) != 0 || start_acl(srv) != 0 || bind_listener(srv) != 0 ||
+        nsrv__status_start(srv) != 0 || start_gossip(srv) != 0)
         goto stop_loop;
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);

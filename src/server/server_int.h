@@ -40,6 +40,8 @@ typedef struct nsrv_conn {
     nsrv_server_t *srv;
     uint64_t id;
     char peer[64];
+    struct sockaddr_storage peer_addr; /* for the allow lists; valid if has_peer_addr */
+    bool has_peer_addr;
     nsrv_buf_t in; /* received bytes; [in_off, in.len) not yet consumed */
     size_t in_off;
     size_t out_pending;        /* reply bytes handed to libuv and not yet written */

@@ -111,6 +111,12 @@ static char *expected_default_body(bool with_home) {
                                              "tls.server.trustCertPath="};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(nsrvd_keys); i++)
         lines[n++] = (char *)nsrvd_keys[i];
+    /* Who may change the cluster (src/acl/): everything open by default. */
+    static const char *const acl_keys[] = {
+        "adminAllowList=", "brokerAllowList=", "adminAclEnable=false",
+        "adminAclFile=", "updateNamesrvConfigEnable=true"};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(acl_keys); i++)
+        lines[n++] = (char *)acl_keys[i];
     qsort(lines, n, sizeof lines[0], cmp_str);
     nsrv_buf_t b = NSRV_BUF_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -205,11 +211,13 @@ static void test_key_table(void **state) {
     (void)state;
     /* 40 Java keys (proto/requests.md §2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
      * maxConnections, totalOutputLimitBytes, totalInputLimitBytes, registerMaxTopics,
-     * registerMaxDecodedBytes, 2 status keys, 13 gossip keys and 9 TLS keys. */
-    assert_int_equal(nsrv_config_key_count(), 72);
-    assert_null(nsrv_config_key_name(72));
+     * registerMaxDecodedBytes, 2 status keys, 13 gossip keys, 9 TLS keys and 5 access keys. */
+    assert_int_equal(nsrv_config_key_count(), 77);
+    assert_null(nsrv_config_key_name(77));
     assert_int_equal(nsrv_config_key_flags("tls.server.keyPassword"),
                      NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_SECRET);
+    assert_int_equal(nsrv_config_key_flags("adminAllowList"), NSRV_CONFIG_NOUPDATE);
+    assert_int_equal(nsrv_config_key_flags("adminAclFile"), NSRV_CONFIG_PATH);
     assert_int_equal(nsrv_config_key_flags("kvConfigPath"), NSRV_CONFIG_PATH);
     assert_int_equal(nsrv_config_key_flags("configBlackList"), NSRV_CONFIG_NOUPDATE);
     assert_int_equal(nsrv_config_key_flags("enableAllTopicList"), NSRV_CONFIG_RUNTIME);

@@ -59,7 +59,7 @@ static void test_unknown_code_is_not_supported(void **state) {
     nsrv_buf_t body = NSRV_BUF_INIT;
     nsrv_cmd_t req = {.code = 107, .opaque = 9, .ser_type = NSRV_SER_JSON};
     nsrv_cmd_t resp;
-    nsrv_processor_handle(&p, &req, 1, 0, &arena, &body, &resp);
+    nsrv_processor_handle(&p, &req, 1, NULL, 0, &arena, &body, &resp);
     assert_int_equal(resp.code, NSRV_RESP_REQUEST_CODE_NOT_SUPPORTED);
     assert_int_equal(resp.opaque, 9);
     assert_int_equal(resp.version, NSRV_MQ_CURRENT);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CIDR allow lists: parsing (with the errors an operator sees) and matching,
+ * IPv4, IPv6 and IPv4-mapped IPv6 peers. */
+#include <arpa/inet.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nsrv/acl.h"
+
+static struct sockaddr_storage addr_of(const char *ip) {
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    if (strchr(ip, ':')) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        assert_int_equal(inet_pton(AF_INET6, ip, &a->sin6_addr), 1);
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        assert_int_equal(inet_pton(AF_INET, ip, &a->sin_addr), 1);
+    }
+    return ss;
+}
+
+static bool matches(const char *list, const char *ip) {
+    nsrv_cidr_list_t l;
+    char err[200] = "";
+    if (nsrv_cidr_list_parse(list, strlen(list), &l, err, sizeof err) != 0)
+        fail_msg("'%s' did not parse: %s", list, err);
+    struct sockaddr_storage ss = addr_of(ip);
+    bool m = nsrv_cidr_list_match(&l, (const struct sockaddr *)&ss);
+    nsrv_cidr_list_free(&l);
+    return m;
+}
+
+static void refused(const char *list, const char *needle) {
+    nsrv_cidr_list_t l;
+    char err[200] = "";
+    assert_int_equal(nsrv_cidr_list_parse(list, strlen(list), &l, err, sizeof err), -1);
+    assert_null(l.v);
+    if (!strstr(err, needle))
+        fail_msg("error for '%s' is '%s', expected it to name '%s'", list, err, needle);
+}
+
+static void test_ipv4(void **state) {
+    (void)state;
+    assert_true(matches("10.0.0.0/8", "10.200.3.4"));
+    assert_false(matches("10.0.0.0/8", "11.0.0.1"));
+    assert_true(matches("192.168.1.7", "192.168.1.7"));
+    assert_false(matches("192.168.1.7", "192.168.1.8"));
+    assert_true(matches(" 172.16.0.0/12 , 127.0.0.1 ", "127.0.0.1"));
+    assert_true(matches("172.16.0.0/12", "172.31.255.255"));
+    assert_false(matches("172.16.0.0/12", "172.32.0.0"));
+    assert_true(matches("0.0.0.0/0", "8.8.8.8"));
+    /* IPv4 rules never admit a native IPv6 peer. */
+    assert_false(matches("0.0.0.0/0", "::1"));
+}
+
+static void test_ipv6_and_mapped(void **state) {
+    (void)state;
+    assert_true(matches("::1", "::1"));
+    assert_false(matches("::1", "::2"));
+    assert_true(matches("fd00::/8", "fd12:3456::1"));
+    assert_false(matches("fd00::/8", "fe80::1"));
+    assert_true(matches("2001:db8::/33", "2001:db8:7fff::1"));
+    assert_false(matches("2001:db8::/33", "2001:db8:8000::1"));
+    /* An IPv4 client on a dual-stack socket is ::ffff:a.b.c.d: IPv4 rules apply. */
+    assert_true(matches("127.0.0.0/8", "::ffff:127.0.0.1"));
+    assert_false(matches("10.0.0.0/8", "::ffff:127.0.0.1"));
+    /* A mapped rule matches the plain IPv4 peer too. */
+    assert_true(matches("::ffff:10.0.0.0/104", "10.1.2.3"));
+    assert_false(matches("::1", "127.0.0.1"));
+    assert_true(matches("::/0", "127.0.0.1"));
+}
+
+static void test_empty_is_off(void **state) {
+    (void)state;
+    nsrv_cidr_list_t l;
+    char err[100] = "";
+    assert_int_equal(nsrv_cidr_list_parse("", 0, &l, err, sizeof err), 0);
+    assert_int_equal(l.n, 0);
+    assert_int_equal(nsrv_cidr_list_parse("  \t ", 4, &l, err, sizeof err), 0);
+    assert_int_equal(l.n, 0);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    refused("10.0.0.0/33", "10.0.0.0/33");
+    refused("::/129", "prefix");
+    refused("10.0.0.1/8", "bits set past");
+    refused("10.0.0.0/8,,::1", "entry 2 is empty");
+    refused("10.0.0.0/8,", "entry 2 is empty");
+    refused("example.com", "not an IPv4 or IPv6");
+    refused("10.0.0", "not an IPv4");
+    refused("10.0.0.0/", "prefix");
+    refused("10.0.0.0/-1", "prefix");
+    refused("10.0.0.0/+8", "prefix");
+    refused("fe80::1%eth0", "not an IPv4 or IPv6");
+    refused("1.2.3.4/8/8", "prefix");
+    refused("aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa:aaaa", "too long");
+    /* A NUL inside the text (a length-counted input) is refused, not cut short. */
+    nsrv_cidr_list_t l;
+    char err[100] = "";
+    assert_int_equal(nsrv_cidr_list_parse("10.0.0.0/8,1.2.3.4\0", 19, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "NUL"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ipv4),
+        cmocka_unit_test(test_ipv6_and_mapped),
+        cmocka_unit_test(test_empty_is_off),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
