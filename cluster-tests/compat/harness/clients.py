@@ -36,9 +36,10 @@ def _workdir(kind: str) -> Path:
     return d
 
 
-def _java_args(version: str, cp: str, main: str, work: Path, argv: Sequence[str], heap: str = "256m") -> List[str]:
+def _java_args(version: str, cp: str, main: str, work: Path, argv: Sequence[str], heap: str = "256m",
+               home: Optional[Path] = None, props: Sequence[str] = ()) -> List[str]:
     return ["java", f"-Xmx{heap}", *SHORT_JVM, *J17_OPTS, f"-Duser.home={work}",
-            f"-Drocketmq.home.dir={rocketmq_home(version)}",
+            f"-Drocketmq.home.dir={home or rocketmq_home(version)}", *props,
             f"-Drocketmq.client.logRoot={work}/logs", f"-Drocketmq.log.root={work}/logs",
             "-Drocketmq.client.logLevel=WARN", "-cp", cp, main, *argv]
 
@@ -58,14 +59,17 @@ class AdminOut:
         return self.output is not None and "Exception" not in self.output
 
 
-def mqadmin(version: str, cmds: Sequence[Sequence[str]], timeout: float = 180) -> List[AdminOut]:
+def mqadmin(version: str, cmds: Sequence[Sequence[str]], timeout: float = 180, *, home: Optional[Path] = None,
+            props: Sequence[str] = ()) -> List[AdminOut]:
     """Run these mqadmin commands (each a list of arguments) in one JVM with the real
-    mqadmin sub-commands of ``version``; returns one AdminOut per command, in order."""
+    mqadmin sub-commands of ``version``; returns one AdminOut per command, in order.
+    home: another $ROCKETMQ_HOME (its conf/tools.yml holds mqadmin's ACL credentials);
+    props: extra -D options (e.g. -Drocketmq.serialize.type=ROCKETMQ)."""
     work = _workdir(f"mqadmin-{version}")
     (work / "commands.txt").write_text("".join("\t".join(c) + "\n" for c in cmds), encoding="utf-8")
     cp = cfg().compat_jar("5.3.3") + ":" + cfg().cp(version, "tools")
     argv = [str(work / "commands.txt")]
-    args = _java_args(version, cp, "nsrvd.compat.AdminBatch", work, argv)
+    args = _java_args(version, cp, "nsrvd.compat.AdminBatch", work, argv, home=home, props=props)
     rc, out = run(f"mqadmin-{version}", args, work / "output.log", timeout)
     return split_admin_output(cmds, out)
 

@@ -30,12 +30,13 @@ SCENARIO_TITLES = {
     6: "deleteTopic, graceful shutdown, kill -9",
     7: "broker variants",
     8: "differential replay",
+    9: "who may change the cluster: ACL-signed mqadmin (nsrvd only)",
 }
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all, 1-8)")
+    ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all, 1-9)")
     ap.add_argument("--peers", default=",".join(ALL_PEERS),
                     help="comma list of " + ",".join(ALL_PEERS) + " (java533/java497 also select the "
                          "mqadmin and broker rows of that version)")
@@ -49,7 +50,7 @@ def parse_args(argv):
 
 def main(argv) -> int:
     a = parse_args(argv)
-    scenarios = sorted(set(a.scenarios)) or list(range(1, 9))
+    scenarios = sorted(set(a.scenarios)) or list(range(1, 10))
     logdir = Path(a.logdir) if a.logdir else Path(f"/tmp/nsrvd-compat-{time.strftime('%Y%m%d-%H%M%S')}")
     logdir.mkdir(parents=True, exist_ok=True)
     nsrvd = Path(a.nsrvd) if a.nsrvd else None
@@ -148,6 +149,10 @@ def run_phases(scenarios) -> None:
         import phase_b
 
         guarded(7, phase_b.s7)
+    if 9 in scenarios:
+        import acl
+
+        guarded(9, acl.s9)
 
 
 ROW_ORDER = ["mqadmin 5.3.3", "mqadmin 4.9.7", "Java client 5.3.3", "Java client 4.9.7", "Go client v2.1.2",

@@ -2,6 +2,7 @@ package nsrvd.compat;
 
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
+import java.io.File;
 import java.io.FileInputStream;
 import java.io.InputStreamReader;
 import java.io.OutputStream;
@@ -18,7 +19,9 @@ import java.util.List;
  * Runs real mqadmin sub-commands (rocketmq-tools, 4.9.7 or 5.3.3, found on the class path at
  * run time) for a list of command lines in one JVM, the way MQAdminStartup.main0 does: find the
  * SubCommand by name, parse its options with ServerUtil.parseCmdLine, set the NameServer address
- * property from -n, call SubCommand.execute(commandLine, options, null).
+ * property from -n, call SubCommand.execute(commandLine, options, hook), where hook is what
+ * main0 passes too: AclUtils.getAclRPCHook($ROCKETMQ_HOME/conf/tools.yml), an AclClientRPCHook
+ * signing every request with the file's accessKey/secretKey (null when there is no such file).
  *
  * <p>Why not one mqadmin process per command: each spends about 5 s idle in client shutdown and
  * Netty's graceful exit, which the suite's time budget cannot afford for ~100 commands. In one
@@ -162,6 +165,17 @@ public final class AdminBatch {
             parseCmdLine = serverUtil.getMethod("parseCmdLine", String.class, String[].class, optionsClass, parserClass);
         }
 
+        /** MQAdminStartup.main0's hook: credentials from $ROCKETMQ_HOME/conf/tools.yml, if present. */
+        private static Object aclHook() throws Exception {
+            String home = System.getProperty("rocketmq.home.dir", System.getenv("ROCKETMQ_HOME"));
+            File tools = new File(home + "/conf/tools.yml");
+            if (home == null || !tools.isFile()) {
+                return null;
+            }
+            Class<?> utils = Class.forName("org.apache.rocketmq.acl.common.AclUtils");
+            return utils.getMethod("getAclRPCHook", String.class).invoke(null, tools.getPath());
+        }
+
         private static String currentVersion() throws Exception {
             Class<?> v = Class.forName("org.apache.rocketmq.common.MQVersion");
             return String.valueOf(v.getField("CURRENT_VERSION").getInt(null));
@@ -197,7 +211,7 @@ public final class AdminBatch {
                     System.setProperty("rocketmq.namesrv.addr",
                         (String) cmdLineClass.getMethod("getOptionValue", char.class).invoke(cl, 'n'));
                 }
-                subCommandClass.getMethod("execute", cmdLineClass, optionsClass, hookClass).invoke(cmd, cl, options, null);
+                subCommandClass.getMethod("execute", cmdLineClass, optionsClass, hookClass).invoke(cmd, cl, options, aclHook());
             } catch (InvocationTargetException e) {
                 e.getCause().printStackTrace(System.out);
             } catch (Throwable e) {
