@@ -16,8 +16,8 @@
 
 /* Plaintext decrypted per SSL_read call: one TLS record at most. */
 #define PLAIN_CHUNK (16 * 1024 + 256)
-/* Output buffers larger than this are replaced, not cleared, once sent. */
-#define OUT_KEEP_BYTES (32 * 1024)
+/* Buffers grown past this are replaced once empty (an idle connection keeps little). */
+#define KEEP_BYTES (32 * 1024)
 
 struct nsrv_tls_session {
     SSL *ssl;
@@ -68,6 +68,21 @@ static nsrv_tls_status_t fail(nsrv_tls_session_t *s, const char *what, const cha
     return NSRV_TLS_FAILED;
 }
 
+/* A memory BIO keeps its largest allocation: once a large read is consumed, an idle
+ * connection should not hold it, so an empty input buffer that grew is replaced. */
+static void shrink_input(nsrv_tls_session_t *s) {
+    BUF_MEM *mem = NULL;
+    if (BIO_ctrl_pending(s->in) > 0 || (BIO_get_mem_ptr(s->in, &mem), !mem) ||
+        mem->max <= KEEP_BYTES)
+        return;
+    BIO *fresh = BIO_new(BIO_s_mem());
+    if (!fresh)
+        return;
+    BIO_set_mem_eof_return(fresh, -1);
+    SSL_set0_rbio(s->ssl, fresh); /* frees the old one */
+    s->in = fresh;
+}
+
 nsrv_tls_status_t nsrv_tls_session_feed(nsrv_tls_session_t *s, const void *data, size_t len,
                                         nsrv_buf_t *plain, const char **why) {
     *why = NULL;
@@ -87,6 +102,7 @@ nsrv_tls_status_t nsrv_tls_session_feed(nsrv_tls_session_t *s, const void *data,
         }
         switch (SSL_get_error(s->ssl, n)) {
         case SSL_ERROR_WANT_READ:
+            shrink_input(s);
             return NSRV_TLS_OK;
         case SSL_ERROR_ZERO_RETURN:
             return NSRV_TLS_CLOSED;
@@ -136,7 +152,7 @@ void nsrv_tls_session_output_clear(nsrv_tls_session_t *s) {
      * reply, start over with a small buffer instead. */
     BUF_MEM *mem = NULL;
     BIO_get_mem_ptr(s->out, &mem);
-    BIO *fresh = mem && mem->max > OUT_KEEP_BYTES ? BIO_new(BIO_s_mem()) : NULL;
+    BIO *fresh = mem && mem->max > KEEP_BYTES ? BIO_new(BIO_s_mem()) : NULL;
     if (!fresh) {
         (void)BIO_reset(s->out);
         return;
