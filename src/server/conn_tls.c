@@ -150,7 +150,7 @@ void nsrv__conn_tls_close_notify(nsrv_conn_t *c) {
 }
 
 bool nsrv__conn_tls_input_pending(const nsrv_conn_t *c) {
-    return c->tls && nsrv_tls_session_input_pending(c->tls) > 0;
+    return c->tls && nsrv_tls_session_input_pending(c->tls);
 }
 
 void nsrv__conn_tls_free(nsrv_conn_t *c) {

@@ -166,8 +166,9 @@ bool nsrv_tls_session_established(const nsrv_tls_session_t *s) {
     return SSL_is_init_finished(s->ssl);
 }
 
-size_t nsrv_tls_session_input_pending(const nsrv_tls_session_t *s) {
-    return BIO_ctrl_pending(s->in);
+bool nsrv_tls_session_input_pending(const nsrv_tls_session_t *s) {
+    /* The engine reads what it can of a record into its own buffer: check both. */
+    return SSL_has_pending(s->ssl) || BIO_ctrl_pending(s->in) > 0;
 }
 
 void nsrv_tls_session_describe(const nsrv_tls_session_t *s, char *out, size_t len) {
