@@ -1,33 +1,123 @@
 #!/usr/bin/env bash
-# Builds the image, starts docker/docker-compose.yml (3 nodes), registers 20 simulated brokers
-# with node 1 only, and checks that nodes 2 and 3 route them through gossip. Uses `docker
-# compose` when a Docker engine answers, else podman-compose (docker/README.md has the podman
-# set-up for hosts without Docker: runc, no default ulimits, a debootstrapped
-# debian:bookworm-slim base). Needs build/src/tools/nsrv-brokersim
-# and build/src/nsrvd on the host. Ends with "N passed, M failed".
+# The compose cluster (docker/docker-compose.yml) from scratch: builds the images, starts it
+# and checks, each against a deadline (polling, never a fixed sleep):
+#   1. both real brokers (broker-a master and slave) are `direct` on all three nodes
+#      (nsrvd status --json on each node's status port): the time from `up` is printed;
+#   2. messages move: the producer has messages acknowledged and the consumer receives them;
+#   3. gossip: 20 simulated brokers registered with node 1 only are routed by nodes 2 and 3;
+#   4. Prometheus (127.0.0.1:19090) scrapes every node: its targets API says "up" for each;
+#   5. the alert rules pass their unit test (promtool, when installed).
+# Uses `docker compose` when a Docker engine answers, else podman-compose (docker/README.md has
+# the podman set-up for hosts without Docker). Needs build/src/nsrvd and
+# build/src/tools/nsrv-brokersim on the host. Ends with "N passed, M failed".
+#   DOCKER_SMOKE_KEEP=1   leave the cluster running afterwards
 set -u
 cd "$(dirname "$0")/.."
 top=$PWD
+nsrvd=${NSRVD_BIN:-$top/build/src/nsrvd}
+brokersim=$(dirname "$nsrvd")/tools/nsrv-brokersim
+for b in "$nsrvd" "$brokersim"; do
+  [ -x "$b" ] || { echo "docker-smoke: $b missing (build first)"; echo "0 passed, 1 failed"; exit 1; }
+done
 if docker info >/dev/null 2>&1; then compose() { docker compose -f docker/docker-compose.yml "$@"; }
 else compose() { podman-compose -f docker/docker-compose.yml "$@"; }; fi
-cleanup() { pkill -f "nsrv-brokersim -n 127.0.0.1:19876" 2>/dev/null; compose down >/dev/null 2>&1; }
+sim=
+cleanup() {
+  [ -n "$sim" ] && kill "$sim" 2>/dev/null
+  [ -n "${DOCKER_SMOKE_KEEP:-}" ] || compose down -v >/dev/null 2>&1
+}
 trap cleanup EXIT
-compose build >/dev/null 2>&1 || { echo "image build failed"; echo "0 passed, 1 failed"; exit 1; }
-compose up -d >/dev/null 2>&1 || { echo "compose up failed"; echo "0 passed, 1 failed"; exit 1; }
-for _ in $(seq 1 60); do
-  "$top/build/src/nsrvd" status 127.0.0.1:19888 >/dev/null 2>&1 && break; sleep 1
-done
-"$top/build/src/tools/nsrv-brokersim" -n 127.0.0.1:19876 -b 20 -t 5 -d 60 </dev/null >/dev/null 2>&1 &
 passed=0; failed=0
+ok() { echo "ok: $*"; passed=$((passed + 1)); }
+bad() { echo "FAILED: $*"; failed=$((failed + 1)); }
+now() { date +%s.%N; }
+since() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(now)"; }
+# count_brokers PORT KIND: brokers on that node whose source is KIND ("direct" or "peer:")
+count_brokers() {
+  "$nsrvd" status --json "127.0.0.1:$1" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(sum(b["source"].startswith(sys.argv[1]) for b in d["brokers"]))' "$2" 2>/dev/null || echo 0
+}
+
+compose down -v >/dev/null 2>&1 # a volume left by an earlier run would hold old keys
+t=$(now)
+if ! compose build >/tmp/docker-smoke-build.$$.log 2>&1; then
+  tail -20 /tmp/docker-smoke-build.$$.log; echo "image build failed"; echo "0 passed, 1 failed"; exit 1
+fi
+echo "images built in $(since "$t") s"
+rm -f /tmp/docker-smoke-build.$$.log
+t=$(now)
+compose up -d >/dev/null 2>&1 || { echo "compose up failed"; echo "0 passed, 1 failed"; exit 1; }
+
+# 1. every real broker direct on all three nodes (start-up: Java broker boot included)
+deadline=$(($(date +%s) + 300))
+all=0
+while [ "$(date +%s)" -lt $deadline ]; do
+  all=1
+  for port in 19886 19887 19888; do
+    [ "$(count_brokers $port direct)" -ge 2 ] || { all=0; break; }
+  done
+  [ $all = 1 ] && break
+  sleep 0.5
+done
+if [ $all = 1 ]; then ok "broker-a master and slave direct on all 3 nodes, $(since "$t") s after up"
+else
+  bad "real brokers not direct on every node within 300 s"
+  for port in 19886 19887 19888; do "$nsrvd" status "127.0.0.1:$port"; done
+fi
+
+# 2. messages moving through the real broker
+stat() { compose logs "$1" 2>/dev/null | grep "^STATS\|[| ]STATS" | tail -1 | sed 's/.*STATS //'; }
+deadline=$(($(date +%s) + 180))
+p=""; c=""
+while [ "$(date +%s)" -lt $deadline ]; do
+  p=$(stat producer); c=$(stat consumer)
+  acked=$(echo "$p" | sed -n 's/.*acked=\([0-9]*\).*/\1/p')
+  distinct=$(echo "$c" | sed -n 's/.*distinct=\([0-9]*\).*/\1/p')
+  [ "${acked:-0}" -ge 100 ] && [ "${distinct:-0}" -ge 100 ] && break
+  sleep 1
+done
+if [ "${acked:-0}" -ge 100 ] && [ "${distinct:-0}" -ge 100 ]; then ok "messages moving: producer $p; consumer $c"
+else bad "messages not moving: producer '${p}', consumer '${c}'"; fi
+
+# 3. gossip: simulated brokers heard by node 1 only reach nodes 2 and 3
+"$brokersim" -n 127.0.0.1:19876 -b 20 -t 5 -d 120 </dev/null >/dev/null 2>&1 &
+sim=$!
 for port in 19887 19888; do
   n=0
-  for _ in $(seq 1 30); do
-    n=$("$top/build/src/nsrvd" status --json "127.0.0.1:$port" 2>/dev/null |
-        python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(b["source"].startswith("peer:") for b in d["brokers"]))' 2>/dev/null)
-    [ "${n:-0}" -ge 20 ] && break; sleep 0.5
+  deadline=$(($(date +%s) + 30))
+  while [ "$(date +%s)" -lt $deadline ]; do
+    n=$(count_brokers $port peer:)
+    [ "${n:-0}" -ge 20 ] && break
+    sleep 0.5
   done
-  if [ "${n:-0}" -ge 20 ]; then echo "status port $port: 20 brokers learnt through gossip"; passed=$((passed + 1))
-  else echo "status port $port: only ${n:-0} brokers"; failed=$((failed + 1)); fi
+  if [ "${n:-0}" -ge 20 ]; then ok "status port $port: 20 brokers learnt through gossip"
+  else bad "status port $port: only ${n:-0} of 20 gossiped brokers"; fi
 done
+
+# 4. Prometheus scrapes every node
+targets() {
+  curl -fsS --max-time 3 http://127.0.0.1:19090/api/v1/targets 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["data"]["activeTargets"]
+up = sorted(t["labels"]["instance"] for t in d if t["labels"]["job"] == "nsrvd" and t["health"] == "up")
+print(" ".join(up))' 2>/dev/null
+}
+deadline=$(($(date +%s) + 60))
+up=""
+while [ "$(date +%s)" -lt $deadline ]; do
+  up=$(targets)
+  [ "$up" = "nsrvd1:9877 nsrvd2:9877 nsrvd3:9877" ] && break
+  sleep 1
+done
+if [ "$up" = "nsrvd1:9877 nsrvd2:9877 nsrvd3:9877" ]; then ok "Prometheus scrapes all 3 nodes (targets up: $up)"
+else bad "Prometheus targets up: '${up}'"; fi
+
+# 5. alert rules
+if command -v promtool >/dev/null; then
+  if (cd docker/prometheus && promtool test rules alerts.test.yml >/dev/null 2>&1); then ok "alert rules unit test"
+  else bad "alert rules unit test (cd docker/prometheus && promtool test rules alerts.test.yml)"; fi
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

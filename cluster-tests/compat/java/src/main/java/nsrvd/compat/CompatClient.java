@@ -115,10 +115,21 @@ public final class CompatClient {
         return v == null ? dflt : Integer.parseInt(v);
     }
 
+    /**
+     * --ns ADDR sets the NameServer list; without it (stream-produce / stream-consume in the
+     * docker demo) the client asks the address service named by -Drocketmq.namesrv.domain, as
+     * a client with no namesrvAddr does.
+     */
+    private static void setNamesrv(org.apache.rocketmq.client.ClientConfig c, Map<String, String> opt) {
+        if (opt.containsKey("ns")) {
+            c.setNamesrvAddr(opt.get("ns"));
+        }
+    }
+
     private static DefaultMQProducer startProducer(Map<String, String> opt) throws Exception {
         String group = opt.containsKey("group") ? opt.get("group") : "PG_" + need(opt, "topic");
         DefaultMQProducer p = new DefaultMQProducer(group);
-        p.setNamesrvAddr(need(opt, "ns"));
+        setNamesrv(p, opt);
         p.setInstanceName("compat-" + System.nanoTime());
         p.setSendMsgTimeout(num(opt, "send-timeout", 6000));
         p.setRetryTimesWhenSendFailed(2);
@@ -280,7 +291,7 @@ public final class CompatClient {
 
     private static int streamConsume(Map<String, String> opt) throws Exception {
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(need(opt, "group"));
-        c.setNamesrvAddr(need(opt, "ns"));
+        setNamesrv(c, opt);
         c.setInstanceName("chaos-" + System.nanoTime());
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setPollNameServerInterval(num(opt, "poll", 30000));

@@ -1,0 +1,23 @@
+#!/bin/sh
+# wait-ready [-b N] [-t SECONDS] HOST:STATUSPORT...
+# Polls every node's /status until each is ready (ready.sh: synced with a peer or start-up
+# window passed) and, with -b N, sees N brokers directly; gives up after -t seconds (300).
+# The broker waits for the nodes before it starts, the clients wait for the broker: start-up
+# order follows real readiness, never a sleep of a guessed length.
+set -u
+min=0; limit=300
+while getopts b:t: o; do
+  case $o in b) min=$OPTARG ;; t) limit=$OPTARG ;; *) exit 2 ;; esac
+done
+shift $((OPTIND - 1))
+start=$(date +%s)
+for node in "$@"; do
+  until curl -fsS --max-time 2 "http://$node/status" 2>/dev/null | MIN_DIRECT=$min nsrvd-ready; do
+    if [ $(($(date +%s) - start)) -ge "$limit" ]; then
+      echo "wait-ready: $node not ready after ${limit}s" >&2
+      exit 1
+    fi
+    sleep 0.5
+  done
+  echo "wait-ready: $node ready${min:+ (brokers direct >= $min)} after $(($(date +%s) - start))s"
+done
