@@ -5,7 +5,7 @@
 #      (nsrvd status --json on each node's status port): the time from `up` is printed;
 #   2. messages move: the producer has messages acknowledged and the consumer receives them;
 #   3. gossip: 20 simulated brokers registered with node 1 only are routed by nodes 2 and 3;
-#   4. Prometheus (127.0.0.1:19090) scrapes every node: its targets API says "up" for each;
+#   4. Prometheus (127.0.0.1:29090) scrapes every node: its targets API says "up" for each;
 #   5. the alert rules pass their unit test (promtool, when installed).
 # Uses `docker compose` when a Docker engine answers, else podman-compose (docker/README.md has
 # the podman set-up for hosts without Docker). Needs build/src/nsrvd and
@@ -21,9 +21,18 @@ for b in "$nsrvd" "$brokersim"; do
 done
 if docker info >/dev/null 2>&1; then compose() { docker compose -f docker/docker-compose.yml "$@"; }
 else compose() { podman-compose -f docker/docker-compose.yml "$@"; }; fi
+# Maven Central through the host's own Maven (docker/maven-mirror.sh) unless told otherwise
+mirror=
+if [ -z "${MAVEN_MIRROR:-}" ] && command -v mvn >/dev/null; then
+  MAVEN_MIRROR=$(docker/maven-mirror.sh start | sed -n 's/^MAVEN_MIRROR=//p') || {
+    echo "docker/maven-mirror.sh start failed"; echo "0 passed, 1 failed"; exit 1; }
+  export MAVEN_MIRROR
+  mirror=1
+fi
 sim=
 cleanup() {
   [ -n "$sim" ] && kill "$sim" 2>/dev/null
+  [ -n "$mirror" ] && docker/maven-mirror.sh stop
   [ -n "${DOCKER_SMOKE_KEEP:-}" ] || compose down -v >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -51,11 +60,11 @@ t=$(now)
 compose up -d >/dev/null 2>&1 || { echo "compose up failed"; echo "0 passed, 1 failed"; exit 1; }
 
 # 1. every real broker direct on all three nodes (start-up: Java broker boot included)
-deadline=$(($(date +%s) + 300))
+deadline=$(($(date +%s) + 420))
 all=0
 while [ "$(date +%s)" -lt $deadline ]; do
   all=1
-  for port in 19886 19887 19888; do
+  for port in 29886 29887 29888; do
     [ "$(count_brokers $port direct)" -ge 2 ] || { all=0; break; }
   done
   [ $all = 1 ] && break
@@ -63,8 +72,8 @@ while [ "$(date +%s)" -lt $deadline ]; do
 done
 if [ $all = 1 ]; then ok "broker-a master and slave direct on all 3 nodes, $(since "$t") s after up"
 else
-  bad "real brokers not direct on every node within 300 s"
-  for port in 19886 19887 19888; do "$nsrvd" status "127.0.0.1:$port"; done
+  bad "real brokers not direct on every node within 420 s"
+  for port in 29886 29887 29888; do "$nsrvd" status "127.0.0.1:$port"; done
 fi
 
 # 2. messages moving through the real broker
@@ -82,9 +91,9 @@ if [ "${acked:-0}" -ge 100 ] && [ "${distinct:-0}" -ge 100 ]; then ok "messages 
 else bad "messages not moving: producer '${p}', consumer '${c}'"; fi
 
 # 3. gossip: simulated brokers heard by node 1 only reach nodes 2 and 3
-"$brokersim" -n 127.0.0.1:19876 -b 20 -t 5 -d 120 </dev/null >/dev/null 2>&1 &
+"$brokersim" -n 127.0.0.1:29876 -b 20 -t 5 -d 120 </dev/null >/dev/null 2>&1 &
 sim=$!
-for port in 19887 19888; do
+for port in 29887 29888; do
   n=0
   deadline=$(($(date +%s) + 30))
   while [ "$(date +%s)" -lt $deadline ]; do
@@ -98,7 +107,7 @@ done
 
 # 4. Prometheus scrapes every node
 targets() {
-  curl -fsS --max-time 3 http://127.0.0.1:19090/api/v1/targets 2>/dev/null | python3 -c '
+  curl -fsS --max-time 3 http://127.0.0.1:29090/api/v1/targets 2>/dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["data"]["activeTargets"]
 up = sorted(t["labels"]["instance"] for t in d if t["labels"]["job"] == "nsrvd" and t["health"] == "up")

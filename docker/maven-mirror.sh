@@ -21,11 +21,17 @@ case "${1:-}" in
     mkdir -p "$repo"
     v=5.3.3
     dep=org.apache.maven.plugins:maven-dependency-plugin:3.6.0
-    mvn -q -B -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/peers/pom.xml" -Drmq.role=broker \
-      -Drmq.version=$v $dep:copy-dependencies -DoutputDirectory="$root/build/docker-m2-out/broker" >&2
-    mvn -q -B -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/java/pom.xml" -Drmq.client.version=$v \
-      -Dcompat.out="$root/build/docker-m2-out/client" package $dep:copy-dependencies \
-      -DoutputDirectory="$root/build/docker-m2-out/client/lib" >&2
+    # resolved once per change of the inputs (Maven takes a minute even with nothing to fetch)
+    stamp=$( (cat "$root/cluster-tests/compat/peers/pom.xml" "$root/cluster-tests/compat/java/pom.xml" \
+      "$root"/cluster-tests/compat/java/src/main/java/nsrvd/compat/*.java; echo $v) | sha256sum | cut -c1-16)
+    if [ "$(cat "$repo.stamp" 2>/dev/null)" != "$stamp" ]; then
+      mvn -q -B -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/peers/pom.xml" -Drmq.role=broker \
+        -Drmq.version=$v $dep:copy-dependencies -DoutputDirectory="$root/build/docker-m2-out/broker" >&2
+      mvn -q -B -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/java/pom.xml" -Drmq.client.version=$v \
+        -Dcompat.out="$root/build/docker-m2-out/client" package $dep:copy-dependencies \
+        -DoutputDirectory="$root/build/docker-m2-out/client/lib" >&2
+      echo "$stamp" > "$repo.stamp"
+    fi
     # A remote repository answers version ranges ([1.53.0] in grpc's poms) from
     # maven-metadata.xml, which a local repository does not keep: write one per artifact
     # from the versions present.

@@ -27,10 +27,18 @@ fi
 if [ "$engine" = podman ] && ! command -v podman-compose >/dev/null; then
   echo "chaos --docker: podman answers but podman-compose is missing (docker/README.md)"; exit 2
 fi
+mirror=
+if [ -z "${MAVEN_MIRROR:-}" ] && command -v mvn >/dev/null; then
+  # Maven Central through the host's own Maven (docker/maven-mirror.sh)
+  MAVEN_MIRROR=$("$root/docker/maven-mirror.sh" start | sed -n 's/^MAVEN_MIRROR=//p') || exit 1
+  export MAVEN_MIRROR
+  mirror=1
+fi
 work=${CHAOS_WORK:-$(mktemp -d /tmp/nsrvd-chaos-docker.XXXXXX)}
 # bounded like the namespace mode; the image build of a first run is included
 timeout --foreground -s TERM -k 60 "${CHAOS_TIMEOUT:-2400}" python3 "$here/docker_chaos.py" \
   --engine "$engine" --compose-file "$root/docker/docker-compose.yml" --work "$work" "$@"
 rc=$?
+[ -n "$mirror" ] && "$root/docker/maven-mirror.sh" stop
 echo "chaos --docker: logs in $work"
 exit $rc

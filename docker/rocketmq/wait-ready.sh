@@ -19,5 +19,6 @@ for node in "$@"; do
     fi
     sleep 0.5
   done
-  echo "wait-ready: $node ready${min:+ (brokers direct >= $min)} after $(($(date +%s) - start))s"
+  if [ "$min" -gt 0 ]; then echo "wait-ready: $node ready, $min brokers direct, after $(($(date +%s) - start))s"
+  else echo "wait-ready: $node ready after $(($(date +%s) - start))s"; fi
 done
