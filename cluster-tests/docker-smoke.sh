@@ -82,7 +82,7 @@ deadline=$(($(date +%s) + 180))
 p=""; c=""
 while [ "$(date +%s)" -lt $deadline ]; do
   p=$(stat producer); c=$(stat consumer)
-  acked=$(echo "$p" | sed -n 's/.*acked=\([0-9]*\).*/\1/p')
+  acked=$(echo "$p" | sed -n 's/.* acked=\([0-9]*\).*/\1/p')
   distinct=$(echo "$c" | sed -n 's/.*distinct=\([0-9]*\).*/\1/p')
   [ "${acked:-0}" -ge 100 ] && [ "${distinct:-0}" -ge 100 ] && break
   sleep 1
