@@ -130,6 +130,31 @@ def test_admin_allow_list_refuses_others(nsrvd, ns):
     assert "refused a request from 127.0.0.1:" in nsrvd.output()
 
 
+@pytest.mark.nsrvd_config(adminAllowList="10.0.0.0/8")
+def test_refusal_log_is_rate_limited_and_counts_every_refusal(nsrvd, ns):
+    """A flood of refused requests gives at most one log line a second; each line counts the
+    refusals not logged since the previous one, so none goes unaccounted."""
+    burst = 300
+    cmds = [ns.conn.build(RC.PUT_KV_CONFIG, {"namespace": "ns", "key": f"k{i}", "value": "v"}) for i in range(burst)]
+    t0 = time.monotonic()
+    replies = ns.conn.pipeline(cmds, timeout=scaled(30))
+    elapsed = time.monotonic() - t0
+    assert all(r.code == NO_PERMISSION for r in replies.values())
+    # One more, past the one-second spacing: its line carries the count of the burst's rest.
+    time.sleep(1.1)
+    assert ns.put_kv("ns", "last", "v").code == NO_PERMISSION
+    line = re.compile(r"refused a request from 127\.0\.0\.1:\d+: .*?(?: \(and (\d+) other refusals since the last line\))?$", re.M)
+    deadline = time.monotonic() + scaled(5)
+    while True:
+        found = line.findall(nsrvd.output())
+        if sum(1 + int(k or 0) for k in found) == burst + 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert sum(1 + int(k or 0) for k in found) == burst + 1, found
+    assert len(found) <= elapsed + 1.1 + 2, (len(found), elapsed)
+    assert len(found) < burst // 10
+
+
 @pytest.mark.nsrvd_config(brokerAllowList="10.1.2.3")
 def test_broker_allow_list_refuses_others(ns):
     for name, send in broker_requests(ns).items():
