@@ -99,6 +99,10 @@ def rolling_sigterm(s: Suite, res: Result, gap_s: float, java_baseline: bool = T
         res.notes.append("no Java clients (peers cache missing): GO_AWAY clients not checked")
         return last
     res.check(counts["5.3.3"]["ok"] > 0 and counts["4.9.7"]["ok"] > 0, "a polling client made no request")
+    for v in ("5.3.3", "4.9.7"):
+        if counts[v]["warmup_failed"]:
+            res.notes.append(f"{v} client: {counts[v]['warmup_failed']} failed request(s) before its first answer, "
+                             f"not counted: {counts[v]['warmup_first']}")
     res.check(counts["5.3.3"]["failed"] == 0,
               f"5.3.3 client saw {counts['5.3.3']['failed']} failed request(s) across the rolling restart")
     if base is None:
