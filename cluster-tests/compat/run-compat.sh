@@ -7,7 +7,7 @@
 # "N passed, M failed". Exit status 0 only if nothing failed.
 #
 # Usage: run-compat.sh [--peers java533,java497,go,go211,node] [--targets nsrvd,java]
-#                      [--nsrvd PATH] [--workers N] [SCENARIO ...]      (scenarios 1-8; default all)
+#                      [--nsrvd PATH] [--workers N] [SCENARIO ...]      (scenarios 1-10; default all)
 # Environment: NSRVD_BIN (nsrvd binary; default build/src/nsrvd, then build-test/src/nsrvd),
 #   NSRVD_COMPAT_CACHE (peer cache, default ~/.cache/nsrvd-peers), COMPAT_LOG_DIR (logs and
 #   evidence, default /tmp/nsrvd-compat-<time>), COMPAT_TIMEOUT (whole run, default 3000 s).

@@ -93,13 +93,14 @@ def split_admin_output(cmds: Sequence[Sequence[str]], out: str) -> List[AdminOut
 # --------------------------------------------------------------------------------------------
 
 
-def client_args(peer: str, argv: Sequence[str]) -> "tuple[List[str], Path, Optional[Path]]":
+def client_args(peer: str, argv: Sequence[str], props: Sequence[str] = ()) -> "tuple[List[str], Path, Optional[Path]]":
     """The command line that runs the test program of ``peer`` with CompatClient-style argv
     (produce|consume|pulse, then --key value pairs)."""
     work = _workdir(peer)
     if peer in ("java533", "java497"):
         version = "5.3.3" if peer == "java533" else "4.9.7"
-        return _java_args(version, cfg().cp(version, "client"), "nsrvd.compat.CompatClient", work, argv), work, None
+        return (_java_args(version, cfg().cp(version, "client"), "nsrvd.compat.CompatClient", work, argv,
+                           props=props), work, None)
     if peer in ("go", "go211"):
         variant = "v212" if peer == "go" else "v211"
         goargs = [argv[0]]
@@ -111,8 +112,9 @@ def client_args(peer: str, argv: Sequence[str]) -> "tuple[List[str], Path, Optio
     raise ValueError(peer)
 
 
-def run_client(peer: str, argv: Sequence[str], timeout: float) -> "tuple[Optional[int], str]":
-    args, work, cwd = client_args(peer, argv)
+def run_client(peer: str, argv: Sequence[str], timeout: float, props: Sequence[str] = ()) -> "tuple[Optional[int], str]":
+    """props: extra -D options of a Java peer (e.g. -Dtls.enable=true)."""
+    args, work, cwd = client_args(peer, argv, props)
     env = {"HOME": str(work)}
     return run(f"{peer}-{argv[0]}", args, work / "output.log", timeout, env=env, cwd=cwd)
 

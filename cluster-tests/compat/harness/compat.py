@@ -31,12 +31,13 @@ SCENARIO_TITLES = {
     7: "broker variants",
     8: "differential replay",
     9: "who may change the cluster: ACL-signed mqadmin (nsrvd only)",
+    10: "TLS (enforcing NameServer, -Dtls.enable=true peers)",
 }
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all, 1-9)")
+    ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all, 1-10)")
     ap.add_argument("--peers", default=",".join(ALL_PEERS),
                     help="comma list of " + ",".join(ALL_PEERS) + " (java533/java497 also select the "
                          "mqadmin and broker rows of that version)")
@@ -50,7 +51,7 @@ def parse_args(argv):
 
 def main(argv) -> int:
     a = parse_args(argv)
-    scenarios = sorted(set(a.scenarios)) or list(range(1, 10))
+    scenarios = sorted(set(a.scenarios)) or list(range(1, 11))
     logdir = Path(a.logdir) if a.logdir else Path(f"/tmp/nsrvd-compat-{time.strftime('%Y%m%d-%H%M%S')}")
     logdir.mkdir(parents=True, exist_ok=True)
     nsrvd = Path(a.nsrvd) if a.nsrvd else None
@@ -153,6 +154,10 @@ def run_phases(scenarios) -> None:
         import acl
 
         guarded(9, acl.s9)
+    if 10 in scenarios:
+        import phase_tls
+
+        guarded(10, phase_tls.s10)
 
 
 ROW_ORDER = ["mqadmin 5.3.3", "mqadmin 4.9.7", "Java client 5.3.3", "Java client 4.9.7", "Go client v2.1.2",

@@ -70,6 +70,8 @@ class NameServer:
         self.kv_path = self.workdir / "run" / "namesrv" / "kvConfig.json"
         self.conf_path = self.workdir / "namesrv.properties"
         self.proc: Optional[Proc] = None
+        self.jvm: List[str] = []  # extra -D options of a Java NameServer (TLS: -Dtls.server.mode)
+        self.tls = False  # the suite's own queries speak TLS to it (scenario 9)
 
     @property
     def label(self) -> str:
@@ -93,7 +95,7 @@ class NameServer:
         assert self.proc is not None
         ok = self.proc.wait_for(r"The Name Server boot success", timeout) is not None
         if ok:
-            ok = rmq_ping(self.addr)
+            ok = rmq_ping(self.addr, self.tls)
         if not ok:
             log(f"{self.label} at {self.addr} did not start; see {self.proc.logfile}")
         return ok
@@ -104,16 +106,31 @@ class NameServer:
 
     def conn(self, **kw) -> rmq.Connection:
         host, port = self.addr.split(":")
-        return rmq.Connection(host, int(port), timeout=kw.pop("timeout", 5.0), **kw)
+        timeout = kw.pop("timeout", 5.0)
+        if self.tls:
+            kw["sock"] = tls_socket(host, int(port), timeout)
+        return rmq.Connection(host, int(port), timeout=timeout, **kw)
 
     def client(self, **kw) -> rmq.NamesrvClient:
         return rmq.NamesrvClient(self.conn(**kw))
 
 
-def rmq_ping(addr: str) -> bool:
+def tls_socket(host: str, port: int, timeout: float):
+    """A TLS connection as a client in Java's test mode makes it: any certificate accepted."""
+    import socket
+    import ssl
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx.wrap_socket(socket.create_connection((host, port), timeout=timeout))
+
+
+def rmq_ping(addr: str, tls: bool = False) -> bool:
     host, port = addr.split(":")
     try:
-        with rmq.Connection(host, int(port), timeout=5.0) as c:
+        sock = tls_socket(host, int(port), 5.0) if tls else None
+        with rmq.Connection(host, int(port), timeout=5.0, sock=sock) as c:
             r = c.request(rmq.RequestCode.GET_BROKER_CLUSTER_INFO)
             return r.code == 0
     except Exception:  # noqa: BLE001
@@ -130,7 +147,7 @@ class JavaNameServer(NameServer):
         write_properties(self.conf_path, self.props())
         run = self.workdir / "run"
         run.mkdir(exist_ok=True)
-        args = ["java", "-server", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", *J17_OPTS,
+        args = ["java", "-server", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", *J17_OPTS, *self.jvm,
                 f"-Duser.home={run}", f"-Drocketmq.home.dir={rocketmq_home(self.version)}",
                 "-cp", cfg().cp(self.version, "namesrv"), "org.apache.rocketmq.namesrv.NamesrvStartup",
                 "-c", str(self.conf_path)]
@@ -200,6 +217,7 @@ class Broker:
         self.workdir = cfg().logdir / "brokers" / self.tag
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.proc: Optional[Proc] = None
+        self.jvm: List[str] = []  # extra -D options (TLS: -Dtls.enable=true)
         LABELS[self.addr] = f"{name}#{broker_id}"
         LABELS[self.ha_addr] = f"{name}#{broker_id}-ha"
 
@@ -246,7 +264,7 @@ class Broker:
         run.mkdir(exist_ok=True)
         args = ["java", "-server", f"-Xms{min(256, int(self.heap[:-1]))}m", f"-Xmx{self.heap}",
                 "-XX:MaxDirectMemorySize=512m", "-XX:+UseG1GC", "-XX:ParallelGCThreads=2",
-                "-XX:ConcGCThreads=1", "-XX:CICompilerCount=2", *J17_OPTS,
+                "-XX:ConcGCThreads=1", "-XX:CICompilerCount=2", *J17_OPTS, *self.jvm,
                 f"-Duser.home={run}", f"-Drocketmq.home.dir={rocketmq_home(self.version)}",
                 "-cp", cfg().cp(self.version, "broker"), "org.apache.rocketmq.broker.BrokerStartup",
                 "-c", str(conf_path)]
