@@ -15,6 +15,7 @@
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
+#include "nsrv/rcbuf.h"
 #include "nsrv/common.h"
 #include "nsrv/mq_codes.h"
 #include "nsrv/mq_version.h"
@@ -81,6 +82,9 @@ typedef struct {
     size_t n_ext;
     const uint8_t *body; /* points into the frame; NULL/0 = no body */
     size_t body_len;
+    /* Responses only: when set, body is this buffer's bytes, which a sender may
+     * keep referenced instead of copying them (include/nsrv/rcbuf.h). */
+    nsrv_rcbuf_t *body_rc;
     uint8_t ser_type; /* NSRV_SER_JSON or NSRV_SER_ROCKETMQ */
 } nsrv_cmd_t;
 
@@ -139,6 +143,13 @@ const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd);
  *         bounded responses may ignore the result.
  */
 int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd);
+
+/**
+ * nsrv_cmd_encode without the body: the frame's length prefix counts the body,
+ * which the caller sends right after these bytes (a scatter/gather write of a
+ * cached body). Same results as nsrv_cmd_encode.
+ */
+int nsrv_cmd_encode_head(nsrv_buf_t *out, const nsrv_cmd_t *cmd);
 
 /**
  * Prepares a response to req as the Java NameServer does (proto/remoting.md §5,

@@ -40,6 +40,7 @@
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
+#include "nsrv/rcbuf.h"
 #include "nsrv/route_types.h"
 
 typedef struct nsrv_route nsrv_route_t;
@@ -176,6 +177,15 @@ typedef enum {
 int nsrv_route_topic_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_t mode,
                            const char *order_conf, const char *zone, uint64_t now_ms,
                            const char **body, size_t *len);
+
+/**
+ * nsrv_route_topic_route that also says where a cached body lives: *shared is
+ * the table's reference-counted body (take a reference with nsrv_rcbuf_ref to
+ * keep it past the next call into rt), or NULL for an uncached (zone) body.
+ */
+int nsrv_route_topic_route_shared(nsrv_route_t *rt, const char *topic, nsrv_route_json_t mode,
+                                  const char *order_conf, const char *zone, uint64_t now_ms,
+                                  const char **body, size_t *len, nsrv_rcbuf_t **shared);
 
 /** GET_BROKER_CLUSTER_INFO body (proto/requests.md §3.3), always default mode. Appends to out. */
 void nsrv_route_cluster_info(nsrv_route_t *rt, uint64_t now_ms, nsrv_buf_t *out);

@@ -37,10 +37,12 @@ void nsrv_proc_get_route_info(nsrv_proc_ctx_t *ctx) {
         zone = nsrv_proc_ext(ctx, "__ZONE_NAME");
     const char *body = NULL;
     size_t len = 0;
-    if (topic && nsrv_route_topic_route(ctx->p->rt, topic, mode, order_conf, zone, ctx->now_ms,
-                                        &body, &len) == 0) {
+    nsrv_rcbuf_t *shared = NULL;
+    if (topic && nsrv_route_topic_route_shared(ctx->p->rt, topic, mode, order_conf, zone,
+                                               ctx->now_ms, &body, &len, &shared) == 0) {
         ctx->resp->body = (const uint8_t *)body;
         ctx->resp->body_len = len;
+        ctx->resp->body_rc = shared; /* the connection sends it without a copy */
         return;
     }
     nsrv_proc_set_remarkf(

@@ -92,12 +92,13 @@ const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd) {
     return NULL;
 }
 
-int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
+/* The frame up to its body, with lengths that count the body; with_body appends it too. */
+static int encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd, bool with_body) {
     size_t start = out->len;
     size_t body_len = cmd->body ? cmd->body_len : 0;
     if (body_len > (size_t)INT32_MAX - 4)
         return NSRV_ETOOBIG;
-    nsrv_buf_reserve(out, 8 + 128 + body_len);
+    nsrv_buf_reserve(out, 8 + 128 + (with_body ? body_len : 0));
     /* Placeholders for N and the header-length word, patched below. */
     nsrv_buf_append_be32(out, 0);
     nsrv_buf_append_be32(out, 0);
@@ -114,7 +115,7 @@ int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
     if (hdr_len > NSRV_HDR_LEN_MAX || body_len > (size_t)INT32_MAX - 4 - hdr_len)
         goto too_big;
 
-    if (body_len)
+    if (body_len && with_body)
         nsrv_buf_append(out, cmd->body, body_len);
     nsrv_buf_put_be32_at(out, start, (uint32_t)(4 + hdr_len + body_len));
     nsrv_buf_put_be32_at(out, start + 4, ((uint32_t)type << 24) | (uint32_t)hdr_len);
@@ -125,6 +126,14 @@ too_big:
     if (out->data)
         out->data[start] = '\0';
     return NSRV_ETOOBIG;
+}
+
+int nsrv_cmd_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
+    return encode(out, cmd, true);
+}
+
+int nsrv_cmd_encode_head(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
+    return encode(out, cmd, false);
 }
 
 void nsrv_cmd_init_response(nsrv_cmd_t *resp, const nsrv_cmd_t *req, int32_t code) {

@@ -27,8 +27,8 @@ static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, char *why, s
             continue;
         nsrv_buf_t fresh = NSRV_BUF_INIT;
         int rc = nsrv__route_encode_route(rt, t, (nsrv_route_json_t)m, c->order_conf, NULL, &fresh);
-        bool same =
-            rc == 0 && fresh.len == c->body.len && memcmp(fresh.data, c->body.data, fresh.len) == 0;
+        bool same = rc == 0 && fresh.len == c->body->len &&
+                    memcmp(fresh.data, c->body->data, fresh.len) == 0;
         nsrv_buf_deinit(&fresh);
         if (!same)
             FAIL("stale cache for topic '%s' mode %d", t->name, m);
@@ -37,7 +37,12 @@ static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, char *why, s
 }
 
 static int check_topics(const nsrv_route_t *rt, char *why, size_t why_len) {
+    if (rt->topic_index.n != HASH_COUNT(rt->topics))
+        FAIL("topic index holds %zu topics, the table %u", rt->topic_index.n,
+             (unsigned)HASH_COUNT(rt->topics));
     for (const rt_topic_t *t = rt->topics; t; t = t->hh.next) {
+        if (nsrv__route_topic_find(rt, t->name) != t)
+            FAIL("topic '%s' not found through the index", t->name);
         if (t->n_qds == 0)
             FAIL("topic '%s' without queue data", t->name);
         for (size_t i = 0; i < t->n_qds; i++) {

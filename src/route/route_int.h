@@ -29,7 +29,9 @@
 #include "nsrv/common.h"
 #include "nsrv/route.h"
 
+#include "nsrv/rcbuf.h"
 #include "nsrv/uthash.h"
+#include "topic_index.h"
 
 typedef struct rt_qd rt_qd_t;
 typedef struct rt_bname rt_bname_t;
@@ -63,7 +65,8 @@ struct rt_qd {
 typedef struct {
     bool valid;
     char *order_conf; /* what it was built with; NULL = none */
-    nsrv_buf_t body;
+    /* Shared with connections still sending it: invalidation drops the table's reference. */
+    nsrv_rcbuf_t *body;
 } rt_cache_t;
 
 struct rt_topic {
@@ -141,6 +144,7 @@ typedef struct {
 struct nsrv_route {
     nsrv_route_opts_t opts;
     rt_topic_t *topics;
+    rt_topic_index_t topic_index; /* finds rt->topics by name (topic_index.h) */
     rt_bname_t *bnames;
     rt_cluster_t *clusters;
     rt_live_t *live;

@@ -18,9 +18,10 @@
  * mutation of what a body depends on clears it (route_int.h). The order conf
  * comes from the KV store, outside the table, so it is part of the key.
  */
-int nsrv_route_topic_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_t mode,
-                           const char *order_conf, const char *zone, uint64_t now_ms,
-                           const char **body, size_t *len) {
+int nsrv_route_topic_route_shared(nsrv_route_t *rt, const char *topic, nsrv_route_json_t mode,
+                                  const char *order_conf, const char *zone, uint64_t now_ms,
+                                  const char **body, size_t *len, nsrv_rcbuf_t **shared) {
+    *shared = NULL;
     nsrv__route_expire_due(rt, now_ms, NULL);
     rt_topic_t *t = nsrv__route_topic_find(rt, topic);
     if (!t)
@@ -41,23 +42,34 @@ int nsrv_route_topic_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_
     rt_cache_t *c = &t->cache[mode];
     if (c->valid && nsrv__route_str_eq_null(c->order_conf, order_conf)) {
         rt->stats.route_cache_hits++;
-        *body = c->body.data;
-        *len = c->body.len;
-        return 0;
+    } else {
+        c->valid = false;
+        nsrv_free(c->order_conf);
+        c->order_conf = NULL;
+        nsrv_rcbuf_unref(c->body);
+        c->body = NULL;
+        nsrv_buf_reset(&rt->scratch);
+        int rc = nsrv__route_encode_route(rt, t, mode, order_conf, NULL, &rt->scratch);
+        if (rc < 0)
+            return rc; /* not cached: the table's invariants make this unreachable */
+        /* Its own allocation, so a connection can keep it while the table moves on. */
+        c->body = nsrv_rcbuf_new(rt->scratch.data, rt->scratch.len);
+        c->order_conf = order_conf ? nsrv_strdup(order_conf) : NULL;
+        c->valid = true;
+        rt->stats.route_cache_builds++;
     }
-    c->valid = false;
-    nsrv_free(c->order_conf);
-    c->order_conf = NULL;
-    nsrv_buf_reset(&c->body);
-    int rc = nsrv__route_encode_route(rt, t, mode, order_conf, NULL, &c->body);
-    if (rc < 0)
-        return rc; /* not cached: the table's invariants make this unreachable */
-    c->order_conf = order_conf ? nsrv_strdup(order_conf) : NULL;
-    c->valid = true;
-    rt->stats.route_cache_builds++;
-    *body = c->body.data;
-    *len = c->body.len;
+    *body = c->body->data;
+    *len = c->body->len;
+    *shared = c->body;
     return 0;
+}
+
+int nsrv_route_topic_route(nsrv_route_t *rt, const char *topic, nsrv_route_json_t mode,
+                           const char *order_conf, const char *zone, uint64_t now_ms,
+                           const char **body, size_t *len) {
+    nsrv_rcbuf_t *shared;
+    return nsrv_route_topic_route_shared(rt, topic, mode, order_conf, zone, now_ms, body, len,
+                                         &shared);
 }
 
 void nsrv_route_cluster_info(nsrv_route_t *rt, uint64_t now_ms, nsrv_buf_t *out) {

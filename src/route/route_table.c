@@ -24,15 +24,15 @@ static void cache_clear(rt_cache_t *c) {
     c->valid = false;
     nsrv_free(c->order_conf);
     c->order_conf = NULL;
-    nsrv_buf_deinit(&c->body);
+    nsrv_rcbuf_unref(c->body);
+    c->body = NULL;
 }
 
 static void topic_free(rt_topic_t *t) {
     for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache); i++)
         cache_clear(&t->cache[i]);
     nsrv_free(t->qds);
-    nsrv_free(t->name);
-    nsrv_free(t);
+    nsrv_free(t); /* the name is stored with it */
 }
 
 static void bname_clear_data(rt_bname_t *b) {
@@ -59,6 +59,7 @@ void nsrv_route_destroy(nsrv_route_t **prt) {
         HASH_DEL(rt->topics, t);
         topic_free(t);
     }
+    nsrv__tindex_free(&rt->topic_index);
     rt_bname_t *b, *bt;
     HASH_ITER(hh, rt->bnames, b, bt) {
         HASH_DEL(rt->bnames, b);
@@ -185,10 +186,7 @@ bool nsrv__route_bname_put_addr(rt_bname_t *b, int64_t id, const char *addr, boo
 /* ---- topics and queue data ---- */
 
 rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name) {
-    rt_topic_t *t = NULL;
-    if (name)
-        HASH_FIND_STR(rt->topics, name, t);
-    return t;
+    return name ? nsrv__tindex_get(&rt->topic_index, name) : NULL;
 }
 
 rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b) {
@@ -202,7 +200,7 @@ rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b) {
 void nsrv__route_topic_invalidate(rt_topic_t *t) {
     /* Keep nothing: a topic that is not read again should not hold memory. */
     for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache); i++) {
-        if (t->cache[i].valid || t->cache[i].body.data)
+        if (t->cache[i].valid || t->cache[i].body)
             cache_clear(&t->cache[i]);
     }
 }
@@ -216,9 +214,12 @@ void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, i
                            int32_t write_q, int32_t perm, int32_t sys_flag) {
     rt_topic_t *t = nsrv__route_topic_find(rt, topic);
     if (!t) {
-        t = nsrv_calloc(1, sizeof *t);
-        t->name = nsrv_strdup(topic);
-        HASH_ADD_KEYPTR(hh, rt->topics, t->name, strlen(t->name), t);
+        /* The name in the same allocation: a lookup's compare touches no other memory. */
+        size_t len = strlen(topic);
+        t = nsrv_calloc(1, sizeof *t + len + 1);
+        t->name = memcpy((char *)(t + 1), topic, len + 1);
+        HASH_ADD_KEYPTR(hh, rt->topics, t->name, len, t);
+        nsrv__tindex_put(&rt->topic_index, t, t->name);
     }
     rt_qd_t *qd = nsrv__route_topic_qd(t, b);
     if (qd) {
@@ -260,6 +261,7 @@ void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd) {
     nsrv_free(qd);
     if (t->n_qds == 0) {
         HASH_DEL(rt->topics, t);
+        nsrv__tindex_del(&rt->topic_index, t, t->name);
         topic_free(t);
     } else {
         nsrv__route_topic_invalidate(t);

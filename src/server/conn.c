@@ -159,14 +159,31 @@ static void write_cb(uv_write_t *req, int status) {
     conn_resume(c);
 }
 
-/* Sends what it can at once; queues the rest with a copy owned by the write request. */
-void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len) {
+/* Copies iov's bytes from offset skip on into dst. */
+static void copy_iov_from(const uv_buf_t *iov, unsigned n, size_t skip, char *dst) {
+    for (unsigned i = 0; i < n; i++) {
+        if (skip >= iov[i].len) {
+            skip -= iov[i].len;
+            continue;
+        }
+        memcpy(dst, iov[i].base + skip, iov[i].len - skip);
+        dst += iov[i].len - skip;
+        skip = 0;
+    }
+}
+
+/*
+ * Sends what it can at once with one scatter/gather write; queues the rest
+ * with a copy owned by the write request. The copy is only made when the
+ * socket is full, so the usual reply goes from the cached body to the kernel
+ * without passing through an output buffer.
+ */
+static void conn_send_iov(nsrv_conn_t *c, const uv_buf_t *iov, unsigned n_iov, size_t len) {
     if (c->closing || len == 0)
         return;
     size_t off = 0;
     if (c->out_pending == 0) {
-        uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, iov, n_iov);
         if (n > 0)
             off = (size_t)n;
         else if (n < 0 && n != UV_EAGAIN) {
@@ -182,9 +199,9 @@ void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len) {
     write_req_t *w = nsrv_malloc(sizeof *w + rest);
     w->conn = c;
     w->len = rest;
-    memcpy(w->data, data + off, rest);
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)rest);
-    int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+    copy_iov_from(iov, n_iov, off, w->data);
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)rest);
+    int rc = uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, write_cb);
     if (rc < 0) {
         nsrv_free(w);
         nsrv__conn_close(c, uv_strerror(rc));
@@ -192,6 +209,12 @@ void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len) {
     }
     c->out_pending += rest;
     nsrv__conn_output_queued(c, rest);
+}
+
+/* Sends bytes the caller owns, unencrypted (the TLS session sends its records through it). */
+void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len) {
+    uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+    conn_send_iov(c, &b, 1, len);
 }
 
 /* Sends reply bytes, through the connection's TLS session if it has one. */
@@ -204,17 +227,34 @@ static void conn_send(nsrv_conn_t *c, const char *data, size_t len) {
         nsrv__conn_send_raw(c, data, len);
 }
 
+/* Sends the batch's replies and empties it, dropping its body references. Plain
+ * connections write it with one scatter/gather call. */
 static void flush_out(nsrv_conn_t *c) {
-    nsrv_buf_t *out = &c->srv->out;
-    conn_send(c, out->data, out->len);
-    nsrv_buf_reset(out);
+    nsrv_out_batch_t *out = &c->srv->out;
+    uv_buf_t iov[NSRV_OUT_MAX_SEGS];
+    unsigned n_iov = nsrv__out_iov(out, iov);
+    if (c->tls) {
+        /* One plaintext run, so the session writes full records rather than one per piece. */
+        nsrv_buf_t flat = NSRV_BUF_INIT;
+        nsrv_buf_reserve(&flat, out->total);
+        for (unsigned i = 0; i < n_iov; i++)
+            nsrv_buf_append(&flat, iov[i].base, iov[i].len);
+        conn_send(c, flat.data, flat.len);
+        nsrv_buf_deinit(&flat);
+    } else {
+        conn_send_iov(c, iov, n_iov, out->total);
+    }
+    nsrv__out_reset(out);
 }
 
 /* Appends a reply: to srv->out (sent at the end of the batch), or behind the
  * connection's last deferred reply while one waits. */
 static void append_reply(nsrv_conn_t *c, const nsrv_cmd_t *resp) {
     if (!c->slots_tail) {
-        nsrv_cmd_encode(&c->srv->out, resp);
+        if (!nsrv__out_add(&c->srv->out, resp)) {
+            flush_out(c);
+            nsrv__out_add(&c->srv->out, resp);
+        }
         return;
     }
     nsrv_buf_t *after = &c->slots_tail->after;
@@ -287,7 +327,7 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
         used += frame_len;
         frames++;
         run_request(c, &req);
-        if (srv->out.len >= OUT_FLUSH_BYTES)
+        if (srv->out.total >= OUT_FLUSH_BYTES)
             flush_out(c);
     }
     c->in_batch = false;

@@ -257,7 +257,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     srv->start_ms = nsrv_now_mono_ms();
     nsrv_arena_init(&srv->arena, 16 * 1024);
     nsrv_buf_init(&srv->body);
-    nsrv_buf_init(&srv->out);
+    nsrv__out_init(&srv->out);
     uv_loop_init(&srv->loop);
 
     srv->kv = nsrv_kv_create(cfg->kv_config_path);
@@ -311,7 +311,7 @@ stop_loop:
     nsrv__tls_stop(srv);
     nsrv_arena_deinit(&srv->arena);
     nsrv_buf_deinit(&srv->body);
-    nsrv_buf_deinit(&srv->out);
+    nsrv__out_deinit(&srv->out);
     nsrv_free(srv);
     return exit_code;
 }

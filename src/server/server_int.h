@@ -12,6 +12,7 @@
 #include "nsrv/remoting.h"
 #include "nsrv/route.h"
 #include "nsrv/uthash.h"
+#include "out_batch.h"
 
 struct nsrv_config;
 typedef struct nsrv_kv nsrv_kv_t;
@@ -131,7 +132,7 @@ struct nsrv_server {
     /* Per-request scratch reused across requests: no allocation in steady state. */
     nsrv_arena_t arena;
     nsrv_buf_t body;
-    nsrv_buf_t out;
+    nsrv_out_batch_t out; /* the replies of the batch being processed */
     /* Reads of connections with no partial frame pending land here. */
     char read_buf[64 * 1024];
 };

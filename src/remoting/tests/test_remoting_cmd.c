@@ -698,6 +698,32 @@ static void test_encode_json_form(void **state) {
     nsrv_buf_deinit(&out);
 }
 
+/* The head and then the body are byte for byte the whole frame, in both serializations. */
+static void test_encode_head_then_body(void **state) {
+    (void)state;
+    static const uint8_t body[] = "{\"brokerDatas\":[]}";
+    nsrv_ext_field_t ext = {NSRV_STR_LIT("k"), NSRV_STR_LIT("v")};
+    for (uint8_t ser = 0; ser <= 1; ser++) {
+        nsrv_cmd_t cmd = {.code = 0,
+                          .opaque = 7,
+                          .flag = NSRV_FLAG_RESPONSE,
+                          .has_ext = true,
+                          .ext = &ext,
+                          .n_ext = 1,
+                          .body = body,
+                          .body_len = sizeof body - 1,
+                          .ser_type = ser};
+        nsrv_buf_t whole = NSRV_BUF_INIT, head = NSRV_BUF_INIT;
+        assert_int_equal(nsrv_cmd_encode(&whole, &cmd), 0);
+        assert_int_equal(nsrv_cmd_encode_head(&head, &cmd), 0);
+        assert_int_equal(head.len + cmd.body_len, whole.len);
+        nsrv_buf_append(&head, body, cmd.body_len);
+        assert_memory_equal(head.data, whole.data, whole.len);
+        nsrv_buf_deinit(&whole);
+        nsrv_buf_deinit(&head);
+    }
+}
+
 static void test_encode_too_big(void **state) {
     (void)state;
     size_t rl = NSRV_HDR_LEN_MAX - NSRV_HDR_ROCKETMQ_FIXED + 1;
@@ -760,6 +786,7 @@ int main(void) {
         cmocka_unit_test(test_roundtrip_many_ext),
         cmocka_unit_test(test_roundtrip_small_cases),
         cmocka_unit_test(test_encode_json_form),
+        cmocka_unit_test(test_encode_head_then_body),
         cmocka_unit_test(test_encode_too_big),
         cmocka_unit_test(test_init_response),
     };

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The replies of one read batch, ready for one scatter/gather write: headers
+ * (and small bodies) are encoded into one byte buffer, while large cached
+ * bodies (nsrv_cmd_t.body_rc) are referenced, not copied, until the batch is
+ * written or copied into a queued write. Loop thread only.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "nsrv/buf.h"
+#include "nsrv/rcbuf.h"
+#include "nsrv/remoting.h"
+
+/* Bodies shorter than this are copied: a separate iovec costs more than the copy. */
+#define NSRV_OUT_SHARE_MIN 1024
+/* iovecs per batch, below IOV_MAX (1024) so one writev takes the whole batch. */
+#define NSRV_OUT_MAX_SEGS 960
+
+typedef struct {
+    size_t off, len;  /* in the batch's bytes, or in rc when rc is set */
+    nsrv_rcbuf_t *rc; /* a referenced body */
+} nsrv_out_seg_t;
+
+typedef struct {
+    nsrv_buf_t bytes;
+    nsrv_out_seg_t segs[NSRV_OUT_MAX_SEGS];
+    size_t n_segs;
+    size_t total; /* bytes of every segment */
+} nsrv_out_batch_t;
+
+void nsrv__out_init(nsrv_out_batch_t *b);
+void nsrv__out_deinit(nsrv_out_batch_t *b);
+/* Appends a reply frame. Returns false when the batch is full (nothing appended):
+ * send it, reset it and add again. */
+bool nsrv__out_add(nsrv_out_batch_t *b, const nsrv_cmd_t *resp);
+/* Fills iov (NSRV_OUT_MAX_SEGS entries) with the batch in order; returns the count.
+ * Valid until the batch changes. */
+unsigned nsrv__out_iov(const nsrv_out_batch_t *b, uv_buf_t *iov);
+/* Empties the batch and drops its body references. */
+void nsrv__out_reset(nsrv_out_batch_t *b);
