@@ -131,6 +131,14 @@ if [ -x "$top/build-test/src/nsrvd" ]; then
     ./cluster-tests/chaos/run.sh "$top/build-test/src/nsrvd" "$res/chaos" "$res/chaos.tsv"
 fi
 
+# The benchmark harness, --smoke (cluster-tests/bench/README.md): a second or so of each
+# profile against nsrvd and the ceiling server (and the Java NameServer when the compat stage
+# cached it). It checks that the harness runs, not timings.
+if [ -x "$top/build-test/src/nsrvd" ]; then
+  NSRV_BENCH_BUILD="$top/build-test" run_stage bench-smoke tsv "$res/bench-smoke.tsv" \
+    ./cluster-tests/bench/run.sh --smoke --out "$res/bench" --tsv "$res/bench-smoke.tsv"
+fi
+
 # A stage with an expected list that did not run (its build failed, it was removed) fails.
 gone=0
 python3 "$top/cluster-tests/stages.py" missing-stages "$ran" || gone=$?

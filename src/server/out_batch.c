@@ -2,7 +2,6 @@
 /* A batch of reply frames for one scatter/gather write (out_batch.h). */
 #include "out_batch.h"
 
-
 void nsrv__out_init(nsrv_out_batch_t *b) {
     nsrv_buf_init(&b->bytes);
     b->n_segs = 0;

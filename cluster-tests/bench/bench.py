@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""Side-by-side NameServer benchmark (cluster-tests/bench/README.md).
+
+Runs every profile against every available server, one server at a time, with the server
+pinned to one CPU and the load (nsrv-bench, nsrv-brokersim) to another, and writes
+results.md (the table with ratios), results.csv and results.json into --out.
+
+Servers: nsrvd, the ceiling server (nsrv-ceiling: canned replies of the size nsrvd sends),
+the Java NameServer 5.3.3 (class path from cluster-tests/compat/prepare-peers.sh) and
+rocketmq-rust's NameServer (a binary built by run.sh with cargo). A server that is not
+available is listed with the reason instead of figures.
+
+--smoke runs each profile for about a second with small data: it checks the harness (every
+server answers, every row is filled, nothing errs), not timings, and writes one
+"passed|failed<TAB>bench/<profile>/<server>" line per cell to --tsv.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "lib"))
+import rmq  # noqa: E402
+
+SERVER_CPU = "1"
+LOAD_CPU = "0"
+J17_OPTS = ["--add-opens", "java.base/java.nio=ALL-UNNAMED", "--add-opens", "java.base/sun.nio.ch=ALL-UNNAMED",
+            "--add-exports", "java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens", "java.base/java.lang=ALL-UNNAMED",
+            "-XX:+IgnoreUnrecognizedVMOptions"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def answers(port: int) -> bool:
+    """One GET_ROUTEINFO_BY_TOPIC answered with any code: the server serves."""
+    try:
+        with rmq.Connection("127.0.0.1", port, timeout=2.0) as c:
+            c.request(rmq.RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "bench-probe"})
+            return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+# ---- servers ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    name: str
+    why_not: str = ""  # not empty: unavailable, and why
+    heap: str = ""  # Java only
+    proc: Optional[subprocess.Popen] = None
+    port: int = 0
+    startup_ms: float = 0.0
+
+    def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
+        raise NotImplementedError
+
+    def start(self, workdir: Path, profile: "Profile") -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        argv = ["taskset", "-c", SERVER_CPU] + self.argv(workdir, self.port, profile)
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(argv, cwd=workdir, stdout=open(workdir / "server.log", "ab"),
+                                     stderr=subprocess.STDOUT, env={**os.environ, "HOME": str(workdir)},
+                                     start_new_session=True)
+        deadline = t0 + 120
+        while not answers(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not start (see {workdir / 'server.log'})")
+            time.sleep(0.005)
+        self.startup_ms = (time.monotonic() - t0) * 1000
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.proc = None
+
+    def rss_kib(self) -> int:
+        # taskset execs the server, so the child is the server itself (for Java: the JVM).
+        return rss_kib(self.proc.pid) if self.proc else 0
+
+
+class Nsrvd(Server):
+    def __init__(self, binary: Path) -> None:
+        super().__init__("nsrvd", "" if binary.is_file() else f"{binary} not built")
+        self.binary = binary
+
+    def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
+        conf = workdir / "nsrvd.properties"
+        conf.write_text(f"listenPort={port}\nrocketmqHome={workdir}\nkvConfigPath={workdir}/kv.json\n"
+                        f"configStorePath={workdir}/nsrvd.properties\n")
+        return [str(self.binary), "-c", str(conf)]
+
+
+class Ceiling(Server):
+    """Replies of the size nsrvd sent in the same profile (profile.reply_bytes)."""
+
+    def __init__(self, binary: Path) -> None:
+        super().__init__("ceiling", "" if binary.is_file() else f"{binary} not built")
+        self.binary = binary
+
+    def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
+        return [str(self.binary), "-p", str(port), "--frame-bytes", str(profile.reply_bytes or 512)]
+
+
+class Java(Server):
+    def __init__(self, cp_file: Path) -> None:
+        why = "" if cp_file.is_file() else "class path not prepared (run.sh --java)"
+        super().__init__("java-5.3.3", why, heap="1g")
+        self.cp = cp_file.read_text().strip() if cp_file.is_file() else ""
+
+    def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
+        conf = workdir / "namesrv.properties"
+        conf.write_text(f"listenPort={port}\nrocketmqHome={workdir}\nkvConfigPath={workdir}/kv.json\n"
+                        f"configStorePath={workdir}/namesrv.properties\n")
+        heap = profile.java_heap or self.heap
+        return ["java", "-server", f"-Xms{heap}", f"-Xmx{heap}", *J17_OPTS, f"-Duser.home={workdir}",
+                f"-Drocketmq.home.dir={workdir}", "-cp", self.cp, "org.apache.rocketmq.namesrv.NamesrvStartup",
+                "-c", str(conf)]
+
+
+class Rust(Server):
+    def __init__(self, binary: Optional[Path], why: str) -> None:
+        super().__init__("rocketmq-rust", why if not binary else "")
+        self.binary = binary
+
+    def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
+        return [str(self.binary), "--listenPort", str(port)]
+
+
+# ---- profiles --------------------------------------------------------------------------------
+
+
+@dataclass
+class Profile:
+    key: str
+    title: str
+    kind: str  # throughput | latency | register | memory | growth | startup
+    sim: List[str] = field(default_factory=list)  # nsrv-brokersim data options
+    bench: List[str] = field(default_factory=list)  # nsrv-bench options
+    java_heap: str = ""
+    reg_topics: int = 0
+    reg_compressed: bool = False
+    reply_bytes: int = 0  # nsrvd's mean reply size, for the ceiling
+
+
+def profiles(smoke: bool, fixed_rate: int) -> List[Profile]:
+    s = 10 if smoke else 1  # smoke: a tenth of the data
+    ps = [
+        Profile("P1", "P1: 10 brokers x 100 topics, 16 conns x 1 in flight", "throughput",
+                ["-b", "10", "-t", str(100 // s)], ["-c", "16", "-d", "1", "--brokers", "10", "--topics", str(100 // s)]),
+        Profile("P1b", "P1b: same, 16 conns x 8 in flight", "throughput",
+                ["-b", "10", "-t", str(100 // s)], ["-c", "16", "-d", "8", "--brokers", "10", "--topics", str(100 // s)]),
+        Profile("P2", "P2: 10 brokers x 10,000 shared topics (2.1 KB routes), 256 conns", "throughput",
+                ["-b", "10", "-t", "0", "-s", str(10000 // s)], ["-c", "256", "-d", "1", "--shared", str(10000 // s)]),
+        Profile("FIXED", f"Fixed rate {fixed_rate}/s (half of Java's P1b maximum), P1 data, 16 conns",
+                "latency", ["-b", "10", "-t", str(100 // s)],
+                ["-c", "16", "-r", str(fixed_rate), "--brokers", "10", "--topics", str(100 // s)]),
+    ]
+    for n in ([1000] if smoke else [1000, 10000, 50000]):
+        for comp in (False, True):
+            ps.append(Profile(f"REG-{n // 1000}k-{'zlib' if comp else 'json'}",
+                              f"REGISTER_BROKER {n:,} topics, {'compressed' if comp else 'JSON'}; "
+                              "route p99 on other connections", "register",
+                              ["-b", "10", "-t", str(100 // s)],
+                              ["-c", "4", "-r", "2000", "--brokers", "10", "--topics", str(100 // s)],
+                              reg_topics=n, reg_compressed=comp))
+    ps += [
+        Profile("MEM-1000x100", "Memory: 1,000 brokers x 100 topics", "memory",
+                ["-b", str(1000 // s), "-t", "100"], java_heap="1g"),
+        Profile("MEM-100x10000", "Memory: 100 brokers x 10,000 topics", "memory",
+                ["-b", str(100 // s), "-t", str(10000 // s)], java_heap="2g"),
+        Profile("START", "Start-up to first answer", "startup"),
+    ]
+    for n in ([1000] if smoke else [1000, 10000, 100000]):
+        ps.append(Profile(f"GROW-{n // 1000}k", f"Cost growth: 10 brokers x {n // 10:,} topics ({n:,}), 16x8",
+                          "growth", ["-b", "10", "-t", str(n // 10)],
+                          ["-c", "16", "-d", "8", "--brokers", "10", "--topics", str(n // 10)]))
+    return ps
+
+
+# ---- running ---------------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.a = args
+        self.tools = Path(args.build) / "src" / "tools"
+
+    def brokersim(self, port: int, opts: List[str], workdir: Path, extra: List[str], name: str) -> subprocess.Popen:
+        argv = ["taskset", "-c", LOAD_CPU, str(self.tools / "nsrv-brokersim"), "-n", f"127.0.0.1:{port}",
+                "--no-sys-topics", "-d", "3600", "--json-stats", "--quit-on-eof", *opts, *extra]
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=open(workdir / f"{name}.out", "wb"),
+                                stderr=open(workdir / f"{name}.log", "wb"))
+
+    @staticmethod
+    def wait_ready(sim: subprocess.Popen, workdir: Path, name: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        out = workdir / f"{name}.out"
+        while time.monotonic() < deadline:
+            text = out.read_text(errors="replace")
+            if "ready ok=" in text:
+                if "failed=0" not in text.split("ready ok=", 1)[1].splitlines()[0]:
+                    raise RuntimeError(f"registration failed: {text.strip()}")
+                return
+            if sim.poll() is not None:
+                raise RuntimeError(f"brokersim exited: {(workdir / f'{name}.log').read_text()[-500:]}")
+            time.sleep(0.05)
+        raise RuntimeError("registration did not finish in time")
+
+    @staticmethod
+    def sim_stop(sim: subprocess.Popen, workdir: Path, name: str) -> dict:
+        try:
+            sim.communicate(b"quit\n", timeout=30)
+        except subprocess.TimeoutExpired:
+            sim.kill()
+            sim.wait()
+        stats = {}
+        for line in (workdir / f"{name}.out").read_text(errors="replace").splitlines():
+            if line.startswith("{"):
+                stats = json.loads(line)
+        return stats
+
+    def bench(self, port: int, opts: List[str], seconds: int, warmup: int) -> dict:
+        argv = ["taskset", "-c", LOAD_CPU, str(self.tools / "nsrv-bench"), "-a", f"127.0.0.1:{port}",
+                "-s", str(seconds + warmup), "-w", str(warmup), *opts]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + warmup + 60)
+        if r.returncode != 0 or not r.stdout.strip():
+            raise RuntimeError(f"nsrv-bench failed ({r.returncode}): {r.stderr.strip()[-300:]}")
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    def run_cell(self, srv: Server, p: Profile, workdir: Path) -> dict:
+        a = self.a
+        warm = a.warmup if srv.name.startswith("java") else min(a.warmup, 2)
+        srv.start(workdir, p)
+        try:
+            res: Dict[str, object] = {"startup_ms": round(srv.startup_ms, 1), "rss_kib_idle": srv.rss_kib()}
+            if p.kind == "startup":
+                return res
+            sim = None
+            if p.sim and srv.name != "ceiling":
+                sim = self.brokersim(srv.port, p.sim, workdir, [], "data")
+                self.wait_ready(sim, workdir, "data", 600)
+                res["rss_kib"] = srv.rss_kib()
+            if p.kind == "memory":
+                time.sleep(1)
+                res["rss_kib"] = srv.rss_kib()
+            elif p.kind == "register":
+                reg = self.brokersim(srv.port, ["-b", "1", "-p", "regbench-", "-t", str(p.reg_topics), "--period",
+                                                "1000"] + (["--compressed"] if p.reg_compressed else []),
+                                     workdir, [], "reg")
+                q = self.bench(srv.port, p.bench, a.seconds, 1)
+                st = self.sim_stop(reg, workdir, "reg")
+                res.update(q)
+                res.update({"reg_count": st.get("lat_count", 0), "reg_p50_us": st.get("lat_p50_us", 0),
+                            "reg_p99_us": st.get("lat_p99_us", 0), "reg_failed": st.get("reg_failed", 0)})
+            else:
+                res.update(self.bench(srv.port, p.bench, a.seconds, warm))
+                res["rss_kib"] = srv.rss_kib()
+            if sim:
+                self.sim_stop(sim, workdir, "data")
+            return res
+        finally:
+            srv.stop()
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def fmt(v: Optional[float], unit: str = "") -> str:
+    if v is None:
+        return "—"
+    if unit == "/s":
+        return f"{v / 1000:.1f}k/s" if v >= 1000 else f"{v:.0f}/s"
+    if unit == "us":
+        return f"{v / 1000:.2f} ms" if v >= 1000 else f"{v:.0f} µs"
+    if unit == "kib":
+        return f"{v / 1024:.1f} MB"
+    if unit == "ms":
+        return f"{v:.0f} ms"
+    return f"{v}"
+
+
+# What each profile's table cell shows, and what it is compared with.
+SHOW = {
+    "throughput": ("qps", "/s", "ceiling"),
+    "growth": ("qps", "/s", "ceiling"),
+    "latency": ("p99_us", "us", "java-5.3.3"),
+    "register": ("reg_p50_us", "us", "java-5.3.3"),
+    "memory": ("rss_kib", "kib", "java-5.3.3"),
+    "startup": ("startup_ms", "ms", "java-5.3.3"),
+}
+
+
+def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: Dict[str, Dict[str, dict]],
+                 meta: dict) -> None:
+    names = [s.name for s in servers]
+    lines = [f"Run {meta['date']} on {meta['machine']}; load average before/after: {meta['load_before']} / "
+             f"{meta['load_after']}. Server on CPU {SERVER_CPU}, load generator on CPU {LOAD_CPU}; "
+             f"{meta['seconds']} s per cell after a warm-up ({meta['warmup']} s for Java, 2 s for the others). "
+             f"Java heap: -Xms/-Xmx 1g (2g in MEM-100x10000). Ratios: throughput vs the ceiling, "
+             "the rest vs Java (lower is better).", ""]
+    lines.append("| Profile | " + " | ".join(names) + " | nsrvd ratio |")
+    lines.append("|---|" + "---|" * (len(names) + 1))
+    rows = []
+    for p in ps:
+        key, unit, ref = SHOW[p.kind]
+        cells = []
+        for s in servers:
+            r = results.get(p.key, {}).get(s.name)
+            if s.why_not:
+                cells.append("n/a")
+            elif r is None and s.name == "ceiling":
+                cells.append("—")  # canned replies: only the query profiles
+            elif r is None or "error" in r:
+                cells.append("failed" + (f": {r['error'][:60]}" if r else ""))
+            else:
+                extra = ""
+                if p.kind in ("throughput", "growth", "latency"):
+                    extra = f" (p99 {fmt(r.get('p99_us'), 'us')})" if p.kind != "latency" else ""
+                if p.kind == "register":
+                    extra = f" (route p99 {fmt(r.get('p99_us'), 'us')})"
+                if p.kind == "growth":
+                    extra += f", {fmt(r.get('rss_kib'), 'kib')}"
+                cells.append(fmt(r.get(key), unit) + extra)
+        mine = results.get(p.key, {}).get("nsrvd") or {}
+        other = results.get(p.key, {}).get(ref) or {}
+        ratio = ""
+        if mine.get(key) and other.get(key):
+            ratio = f"{100 * mine[key] / other[key]:.0f} % of {ref}" if unit == "/s" else \
+                f"{mine[key] / other[key]:.3g}× {ref}"
+        lines.append(f"| {p.title} | " + " | ".join(cells) + f" | {ratio} |")
+        for s in servers:
+            r = results.get(p.key, {}).get(s.name) or {}
+            rows.append({"profile": p.key, "server": s.name, **{k: r.get(k, "") for k in
+                         ("qps", "p50_us", "p99_us", "p999_us", "reply_bytes", "errors", "rss_kib", "startup_ms",
+                          "reg_count", "reg_p50_us", "reg_p99_us", "error")}, "unavailable": s.why_not})
+    unavailable = [f"- {s.name}: {s.why_not}" for s in servers if s.why_not]
+    if unavailable:
+        lines += ["", "Not measured:"] + unavailable
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    with open(out / "results.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    (out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", required=True, help="build directory with src/nsrvd and src/tools")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--java-cp", default="", help="the Java NameServer 5.3.3 class path file")
+    ap.add_argument("--rust-bin", default="", help="rocketmq-rust NameServer binary")
+    ap.add_argument("--rust-why", default="not built (run.sh --rust)")
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=10, help="Java's warm-up; others get at most 2 s")
+    ap.add_argument("--fixed-rate", type=int, default=0, help="default: half of Java's P1b rate, else 20000")
+    ap.add_argument("--only", default="", help="comma-separated profile keys")
+    ap.add_argument("--servers", default="nsrvd,ceiling,java-5.3.3,rocketmq-rust")
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--tsv", default="", help="smoke: one passed/failed line per cell")
+    a = ap.parse_args()
+    if a.smoke:
+        a.seconds, a.warmup = 1, 1
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    build = Path(a.build).resolve()
+    a.build = str(build)
+    rust_bin = Path(a.rust_bin) if a.rust_bin and Path(a.rust_bin).is_file() else None
+    servers: List[Server] = [Nsrvd(build / "src" / "nsrvd"), Ceiling(build / "src" / "tools" / "nsrv-ceiling"),
+                             Java(Path(a.java_cp)) if a.java_cp else Java(Path("/nonexistent")),
+                             Rust(rust_bin, a.rust_why)]
+    if not a.java_cp:
+        servers[2].why_not = "not requested (run.sh --java)"
+    servers = [s for s in servers if s.name in a.servers.split(",")]
+    for s in servers:
+        if s.why_not:
+            print(f"{s.name}: not measured: {s.why_not}", flush=True)
+    runner = Runner(a)
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {cpu_model()}, Linux {platform.release()}",
+            "load_before": load_average(), "seconds": a.seconds, "warmup": a.warmup}
+    results: Dict[str, Dict[str, dict]] = {}
+    ps = profiles(a.smoke, a.fixed_rate or 20000)
+    only = set(a.only.split(",")) - {""}
+    ps = [p for p in ps if not only or p.key in only]
+    tsv = []
+    for p in ps:
+        if p.key == "FIXED" and not a.fixed_rate:
+            java = results.get("P1b", {}).get("java-5.3.3", {})
+            rate = int(java["qps"] / 2) if java.get("qps") else 20000
+            p.bench[p.bench.index("-r") + 1] = str(rate)
+            p.title = p.title.replace("20000/s", f"{rate}/s")
+        for s in servers:
+            if s.why_not:
+                continue
+            if a.smoke and s.name in ("java-5.3.3", "rocketmq-rust") and p.key != "P1":
+                continue  # the smoke only checks that they run: it stays short
+            if s.name == "ceiling" and p.kind not in ("throughput", "growth", "startup"):
+                continue  # canned replies say nothing about registrations or memory
+            if s.name == "ceiling":
+                p.reply_bytes = int(results.get(p.key, {}).get("nsrvd", {}).get("reply_bytes", 0))
+            workdir = out / "work" / p.key / s.name
+            t0 = time.monotonic()
+            try:
+                r = runner.run_cell(s, p, workdir)
+                ok = not r.get("errors") and not r.get("reg_failed")
+            except Exception as e:  # noqa: BLE001
+                r, ok = {"error": str(e)}, False
+            results.setdefault(p.key, {})[s.name] = r
+            tsv.append(f"{'passed' if ok else 'failed'}\tbench/{p.key}/{s.name}")
+            print(f"{p.key:16} {s.name:14} {time.monotonic() - t0:5.1f}s "
+                  f"{json.dumps({k: r[k] for k in r if k in ('qps', 'p99_us', 'rss_kib', 'startup_ms', 'reg_p50_us', 'error')})}",
+                  flush=True)
+    meta["load_after"] = load_average()
+    write_tables(out, servers, ps, results, meta)
+    if a.tsv:
+        Path(a.tsv).write_text("\n".join(tsv) + "\n")
+    print((out / "results.md").read_text())
+    return 0 if all(line.startswith("passed") for line in tsv) else 1
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
