@@ -27,7 +27,7 @@ from cryptography.x509.oid import NameOID
 
 from nsrv_check import assert_code, register_ok, wait_until
 from nsrvd_proc import NsrvdProcess, free_port, scaled
-from rmq import Broker, Connection, NamesrvClient, RequestCode, TopicConfig, encode_frame, make_request
+from rmq import Broker, Connection, NamesrvClient, RequestCode, TopicConfig, decode_frame, encode_frame, make_request
 
 # A ClientHello record header promising 512 bytes, then only part of them.
 PARTIAL_CLIENT_HELLO = bytes.fromhex("1603010200010001fc0303") + b"\x01" * 32 + b"\x00" * 64
@@ -420,6 +420,77 @@ def test_shutdown_sends_close_notify_after_the_last_reply(start):
     assert "shutdown wait over" not in node.output()
     c.close()
     holder.close()
+
+
+class MemoryTls:
+    """A TLS client whose records we cut ourselves: ssl.SSLObject over memory, a plain socket."""
+
+    def __init__(self, node):
+        self.sock = socket.create_connection(("127.0.0.1", node.port), timeout=scaled(5))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no Nagle delay on a part
+        self.inc, self.out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.obj = client_ctx().wrap_bio(self.inc, self.out)
+        while True:
+            try:
+                self.obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.sock.sendall(self.out.read())
+                self.inc.write(self.sock.recv(65536))
+        self.sock.sendall(self.out.read())  # the client's Finished
+
+    def record(self, data: bytes) -> bytes:
+        self.obj.write(data)
+        return self.out.read()
+
+    def read_frame(self):
+        buf = b""
+        while True:
+            try:
+                chunk = self.obj.read(65536)
+                assert chunk, "close_notify before the reply"
+                buf += chunk
+            except ssl.SSLWantReadError:
+                data = self.sock.recv(65536)
+                assert data, "closed before the reply"
+                self.inc.write(data)
+                continue
+            cmd, used = decode_frame(buf)
+            if cmd is not None:
+                return cmd
+
+    def read_close_notify(self) -> bool:
+        while True:
+            try:
+                if self.obj.read(65536) == b"":  # what SSLObject returns on close_notify
+                    return True
+            except ssl.SSLZeroReturnError:
+                return True
+            except ssl.SSLWantReadError:
+                data = self.sock.recv(65536)
+                if not data:
+                    return False  # a bare FIN
+                self.inc.write(data)
+
+
+def test_shutdown_waits_for_a_request_cut_inside_a_tls_record(start):
+    """Part of a TLS record is a request in flight: at SIGTERM the connection stays until the
+    record completes, its reply is sent, then close_notify."""
+    node = start(shutdownWaitTimeSeconds=10)
+    c = MemoryTls(node)
+    req = make_request(RequestCode.GET_BROKER_CLUSTER_INFO, {}, opaque=4242, version=399)
+    rec = c.record(encode_frame(req))
+    c.sock.sendall(rec[:10])
+    wait_until(lambda: metrics(node)["nsrvd_connections"] == 1, scaled(3))
+    node.signal(15)
+    wait_until(lambda: "shutting down, 1 connection(s) open" in node.output(), scaled(5), msg="no shutdown line")
+    time.sleep(0.2)  # a wrong close would come at once; give it the chance to show
+    c.sock.sendall(rec[10:])
+    reply = c.read_frame()
+    assert reply.opaque == 4242 and reply.code == 0
+    assert c.read_close_notify()
+    assert node.wait(10) == 0
+    c.sock.close()
 
 
 def test_idle_tls_connection_closed_mid_handshake(start):
