@@ -193,6 +193,10 @@ def test_permissive_default_serves_tls_and_plaintext_on_one_port(start):
     route = NamesrvClient(plain).get_route("TopicTest")
     assert_code(route, 0)
     assert b'"brokerName":"broker-a"' in route.body
+    # The same route over TLS (a cached route body: written flat through the session).
+    tls_route = NamesrvClient(c).get_route("TopicTest")
+    assert_code(tls_route, 0)
+    assert tls_route.body == route.body
     # Test mode: a certificate made at start, for localhost, signed by itself.
     cert = x509.load_der_x509_certificate(c.sock.getpeercert(binary_form=True))
     assert cert.subject == cert.issuer
