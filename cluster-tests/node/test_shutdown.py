@@ -227,3 +227,36 @@ def test_sigterm_idle_server_exits_0_quickly(nsrvd):
     rc = nsrvd.terminate(10)
     assert rc == 0, nsrvd.tail()
     assert time.monotonic() - t < scaled(4)  # shutdownWaitTimeSeconds=3 in the default test config
+
+
+@pytest.mark.parametrize("version", [400, 479])  # a 4.9.x client, a 5.3.3 client
+def test_idle_connection_is_served_then_closed_behind_the_reply(nsrvd, connect, version):
+    """An idle connection is not closed at the signal: that races the client's next request,
+    which fails when the client writes before it has seen our FIN (the chaos suite's rolling
+    restart, cluster-tests/chaos/README.md). Its next request within the grace gets a normal
+    reply (no GO_AWAY: the 5.3.x client would reconnect to this address, whose listener is
+    closed) and the connection closes right behind it."""
+    c = connect(nsrvd)
+    nsrvd.signal(signal.SIGTERM)
+    time.sleep(0.05)  # the signal is handled; the grace is 250 ms
+    q = c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "NoSuchTopic"}, version=version)
+    c.send(q)
+    r = c.recv(timeout=scaled(2))
+    assert r.opaque == q.opaque and r.code == 17, r  # TOPIC_NOT_EXIST, not GO_AWAY
+    t = time.monotonic()
+    with pytest.raises((ConnectionError, OSError)):
+        c.recv(timeout=scaled(2))  # the close follows the reply
+    assert time.monotonic() - t < scaled(1)
+    assert nsrvd.wait(scaled(5)) == 0
+    nsrvd._stopped_by_test = True
+
+
+def test_connection_idle_through_the_grace_is_closed_and_the_server_exits(nsrvd, connect):
+    c = connect(nsrvd)
+    t = time.monotonic()
+    nsrvd.signal(signal.SIGTERM)
+    with pytest.raises((ConnectionError, OSError)):
+        c.recv(timeout=scaled(3))
+    assert time.monotonic() - t < scaled(2)
+    assert nsrvd.wait(scaled(5)) == 0
+    nsrvd._stopped_by_test = True

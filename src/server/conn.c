@@ -271,18 +271,16 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
     bool oneway = (req->flag & NSRV_FLAG_ONEWAY) != 0;
     srv->requests_total++;
     nsrv_cmd_t resp;
-    /* Only clients newer than 5.3.1 understand GO_AWAY (proto/remoting.md). */
-    if (srv->shutting_down && req->version > NSRV_MQ_V5_3_1) {
-        if (oneway)
-            return;
-        nsrv_processor_go_away(req, &resp);
-    } else {
-        bool deferred = nsrv_processor_handle(
-            srv->proc, req, c->id, c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
-            nsrv_now_mono_ms(), &srv->arena, &srv->body, &resp);
-        if (oneway || deferred)
-            return;
-    }
+    /* While shutting down every request is served, and the connection closed once drained.
+     * No GO_AWAY: a 5.3.x client answers it by reconnecting to the same address, whose
+     * listener is closed by now, and that request fails (cluster-tests/chaos/README.md). */
+    if (srv->shutting_down)
+        c->served_in_shutdown = true;
+    bool deferred = nsrv_processor_handle(
+        srv->proc, req, c->id, c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
+        nsrv_now_mono_ms(), &srv->arena, &srv->body, &resp);
+    if (oneway || deferred)
+        return;
     append_reply(c, &resp);
 }
 
@@ -473,6 +471,9 @@ void nsrv__conn_maybe_finish(nsrv_conn_t *c) {
     /* A deferred reply (a durable write in progress) is a request still in flight. */
     if (c->closing || c->out_pending > 0 || c->slots || c->in_off != c->in.len ||
         nsrv__conn_tls_input_pending(c))
+        return;
+    /* Idle since the signal: wait for its next request or the grace (server.c). */
+    if (!c->served_in_shutdown && !c->srv->idle_grace_over)
         return;
     /* Bytes still in the kernel are a request in flight: read them first. */
     uv_os_fd_t fd;

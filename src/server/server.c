@@ -68,6 +68,25 @@ static void deadline_cb(uv_timer_t *t) {
         uv_stop(&srv->loop);
 }
 
+/* Shutdown: a connection with no request since the signal is closed only after this long.
+ * Closing an idle connection races the client's next request: the client still sees the
+ * channel open until it has processed our FIN (on a loaded machine, tens of ms), writes,
+ * and that request fails. A client that asks within this window is answered and its
+ * connection closed right behind the reply instead, so it sees the close before it can
+ * ask again (README "Graceful shutdown"). */
+#define SHUTDOWN_IDLE_GRACE_MS 250
+
+static void idle_grace_cb(uv_timer_t *t) {
+    nsrv_server_t *srv = t->data;
+    srv->idle_grace_over = true;
+    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
+        next = c->next;
+        nsrv__conn_maybe_finish(c);
+    }
+    if (srv->n_conns == 0)
+        uv_stop(&srv->loop);
+}
+
 static void begin_shutdown(nsrv_server_t *srv, int signum) {
     srv->shutting_down = true;
     nsrv_sd_notify_stopping();
@@ -86,8 +105,10 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         nsrv_gossip_stop(srv->gossip);
         srv->gossip = NULL;
     }
-    uv_timer_start(&srv->deadline_timer, deadline_cb,
-                   (uint64_t)srv->cfg->shutdown_wait_time_seconds * 1000u, 0);
+    uint64_t wait_ms = (uint64_t)srv->cfg->shutdown_wait_time_seconds * 1000u;
+    uv_timer_start(&srv->deadline_timer, deadline_cb, wait_ms, 0);
+    uv_timer_start(&srv->idle_grace_timer, idle_grace_cb,
+                   wait_ms < SHUTDOWN_IDLE_GRACE_MS ? wait_ms : SHUTDOWN_IDLE_GRACE_MS, 0);
     for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
         next = c->next;
         nsrv__conn_maybe_finish(c);
@@ -280,6 +301,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     init_timer(srv, &srv->scan_timer);
     init_timer(srv, &srv->idle_timer);
     init_timer(srv, &srv->deadline_timer);
+    init_timer(srv, &srv->idle_grace_timer);
     init_signal(srv, &srv->sig_term, SIGTERM);
     init_signal(srv, &srv->sig_int, SIGINT);
     init_signal(srv, &srv->sig_hup, SIGHUP);

@@ -61,6 +61,7 @@ typedef struct nsrv_conn {
     bool saw_first_byte;
     bool deferred_close;
     bool reset_on_close;           /* close with RST: the kernel drops unsent bytes too */
+    bool served_in_shutdown;       /* answered a request after the signal: close once drained */
     struct nsrv_tls_session *tls;  /* NULL: plaintext (conn_tls.c) */
     struct nsrv_conn *prev, *next; /* server's connection list */
     UT_hash_handle hh;             /* by id */
@@ -78,6 +79,7 @@ struct nsrv_server {
     uv_timer_t scan_timer;
     uv_timer_t idle_timer;
     uv_timer_t deadline_timer;
+    uv_timer_t idle_grace_timer; /* shutdown: when connections with no request since are closed */
     uv_idle_t deferred;
     uv_idle_t resume; /* continues connections that yielded their batch */
     /* Durable writes off the loop (durable.c). */
@@ -92,6 +94,7 @@ struct nsrv_server {
     size_t n_conns;
     uint64_t next_conn_id;
     bool shutting_down;
+    bool idle_grace_over; /* shutdown: idle connections may be closed now */
     bool listener_open;
     int signals_seen;
     uint64_t start_ms;
