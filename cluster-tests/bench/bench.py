@@ -269,7 +269,11 @@ class Runner:
             sim = None
             if p.sim and srv.name != "ceiling":
                 sim = self.brokersim(srv.port, p.sim, workdir, [], "data")
-                self.wait_ready(sim, workdir, "data", 600)
+                try:
+                    self.wait_ready(sim, workdir, "data", self.a.register_timeout)
+                except Exception:
+                    self.sim_stop(sim, workdir, "data")
+                    raise
                 res["rss_kib"] = srv.rss_kib()
             if p.kind == "memory":
                 time.sleep(1)
@@ -388,6 +392,7 @@ def main() -> int:
     ap.add_argument("--fixed-rate", type=int, default=0, help="default: half of Java's P1b rate, else 20000")
     ap.add_argument("--only", default="", help="comma-separated profile keys")
     ap.add_argument("--servers", default="nsrvd,ceiling,java-5.3.3,rocketmq-rust")
+    ap.add_argument("--register-timeout", type=float, default=600, help="seconds for a profile's data")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--tsv", default="", help="smoke: one passed/failed line per cell")
     a = ap.parse_args()
