@@ -33,7 +33,9 @@ def metrics(node) -> dict:
     url = f"http://127.0.0.1:{node.status_port}/metrics"
     with urllib.request.urlopen(url, timeout=scaled(5)) as r:
         text = r.read().decode()
-    return {k: int(v) for k, v in (line.split(" ", 1) for line in text.splitlines() if line and line[0] != "#")}
+    # Integer samples only (counters and gauges here); uptime and histogram sums are fractional.
+    return {k: int(v) for k, v in (line.split(" ", 1) for line in text.splitlines() if line and line[0] != "#")
+            if v.strip().isdigit()}
 
 
 @pytest.fixture

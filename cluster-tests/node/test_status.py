@@ -10,7 +10,7 @@ import pytest
 
 from nsrv_check import register_ok, wait_until
 from nsrvd_proc import free_port, run_cli, scaled
-from rmq import Broker, NamesrvClient, TopicConfig
+from rmq import Broker, NamesrvClient, RequestCode, ResponseCode, TopicConfig
 
 T = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 4, 4, 6)]
 
@@ -98,3 +98,41 @@ def test_health_reports_shutdown(status_node, connect):
     conn.close()
     status_node._stopped_by_test = True
     assert status_node.wait(scaled(5)) == 0
+
+
+def test_metrics_by_code_latency_sizes_pass_promtool(status_node, connect):
+    """Per-code counters, response codes, latency histograms and table sizes, in a page
+    promtool accepts (lib/promtext.py)."""
+    from promtext import scrape
+
+    conn = connect(status_node)
+    ns = NamesrvClient(conn)
+    register_ok(ns, Broker(name="broker-m", addr="127.0.0.1:10911"), T)
+    assert ns.get_route("TopicTest").code == ResponseCode.SUCCESS
+    assert ns.get_route("NoSuchTopic").code == ResponseCode.TOPIC_NOT_EXIST
+    assert ns.put_kv("ns-metrics", "k1", "v1").code == ResponseCode.SUCCESS  # a deferred reply
+    conn.request(9999)  # a code nsrvd does not serve
+    m = scrape(status_node.status_port, timeout=scaled(10))
+    def by_code(req):
+        return m.get("nsrvd_requests_by_code_total", request=req, code=str(getattr(RequestCode, req)))
+
+    assert by_code("REGISTER_BROKER") == 1 and by_code("GET_ROUTEINFO_BY_TOPIC") == 2
+    assert by_code("PUT_KV_CONFIG") == 1 and by_code("GET_KV_CONFIG") == 0
+    assert m.get("nsrvd_requests_by_code_total", request="OTHER", code="-1") == 1
+    assert m.get("nsrvd_requests_total") == 5
+    assert m.get("nsrvd_responses_total", code="17", response="TOPIC_NOT_EXIST") == 1
+    assert m.get("nsrvd_responses_total", code="3", response="REQUEST_CODE_NOT_SUPPORTED") == 1
+    assert m.get("nsrvd_responses_total", code="0", response="SUCCESS") == 3
+    assert m.get("nsrvd_request_responses_total", request="GET_ROUTEINFO_BY_TOPIC", response="SUCCESS") == 1
+    assert m.get("nsrvd_request_responses_total", request="PUT_KV_CONFIG", response="SUCCESS") == 1
+    for req, n in (("GET_ROUTEINFO_BY_TOPIC", 2), ("PUT_KV_CONFIG", 1), ("REGISTER_BROKER", 1)):
+        assert m.get("nsrvd_request_duration_seconds_count", request=req) == n
+        assert m.get("nsrvd_request_duration_seconds_bucket", request=req, le="+Inf") == n
+        assert m.get("nsrvd_request_duration_seconds_sum", request=req) > 0
+    assert m.get("nsrvd_request_duration_seconds_count", request="GET_KV_CONFIG") is None
+    assert (m.get("nsrvd_topics"), m.get("nsrvd_clusters"), m.get("nsrvd_broker_names")) == (2, 1, 1)
+    assert (m.get("nsrvd_kv_entries"), m.get("nsrvd_kv_namespaces")) == (1, 1)
+    assert m.get("nsrvd_connections") == 1 and m.get("nsrvd_connections_accepted_total") == 1
+    assert m.get("nsrvd_received_bytes_total") > 0 and m.get("nsrvd_sent_bytes_total") > 0
+    [(labels, one)] = m.named("nsrvd_build_info").items()
+    assert one == 1 and dict(labels)["version"]

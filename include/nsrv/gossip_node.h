@@ -163,6 +163,14 @@ void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf
  * line saying which peer and why to why (may be NULL).
  */
 bool nsrv_gossip_node_degraded(const nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *why);
+/* A peer counts as alive while its last valid packet is at most this many full-digest
+ * intervals old (the address service and nsrvd_gossip_peer_up). */
+#define NSRV_GOSSIP_ALIVE_INTERVALS 3
+uint64_t nsrv_gossip_node_alive_window_ms(const nsrv_gossip_node_t *n);
+/* Calls cb for each peer alive now, in node id order, with its configured gossip address. */
+void nsrv_gossip_node_foreach_alive(nsrv_gossip_node_t *n, uint64_t now_mono,
+                                    void (*cb)(void *ud, uint8_t id, const struct sockaddr *addr),
+                                    void *ud);
 /* "peer:<id>" for a broker last reported by a peer, or NULL. */
 const char *nsrv_gossip_node_source(nsrv_gossip_node_t *n, const nsrv_route_live_info_t *li);
 

@@ -79,6 +79,9 @@ const char *nsrv_kv_get(const nsrv_kv_t *kv, const char *ns, const char *key);
  */
 int nsrv_kv_delete(nsrv_kv_t *kv, const char *ns, const char *key);
 
+/* Keys holding a value across all namespaces (a walk: for /metrics, not the request path);
+ * *namespaces gets the namespace count. */
+size_t nsrv_kv_entry_count(const nsrv_kv_t *kv, size_t *namespaces);
 /* True if the namespace exists, even when empty. */
 bool nsrv_kv_has_namespace(const nsrv_kv_t *kv, const char *ns);
 

@@ -234,6 +234,15 @@ void nsrv_route_system_topic_list(nsrv_route_t *rt, uint64_t now_ms, nsrv_buf_t 
 /** Live entries (for logs and status). Does not expire anything. */
 size_t nsrv_route_broker_count(const nsrv_route_t *rt);
 
+/* Table sizes for /metrics gauges (O(1), no expiry). */
+typedef struct {
+    size_t topics;       /* topics with at least one queue entry */
+    size_t clusters;     /* cluster names */
+    size_t broker_names; /* broker groups (brokerName) */
+    size_t live_brokers; /* live broker addresses */
+} nsrv_route_sizes_t;
+void nsrv_route_sizes(const nsrv_route_t *rt, nsrv_route_sizes_t *out);
+
 /* Counters for status output and for tests that prove the cache works. */
 typedef struct {
     uint64_t route_cache_hits;   /* topic_route answered from the cache */

@@ -14,6 +14,7 @@
 #include "nsrv/buf.h"
 #include "nsrv/gossip_node.h"
 #include "nsrv/gossip_timing.h"
+#include "nsrv/histogram.h"
 #include "nsrv/mq_version.h"
 #include "nsrv/route.h"
 #include "nsrv/uthash.h"
@@ -107,6 +108,7 @@ struct nsrv_gossip_node {
     nsrv_arena_t arena;
     nsrv_buf_t scratch;
     nsrv_gossip_counters_t c;
+    nsrv_hist_t conv_lag; /* ages of brokers first learned from peers (metrics) */
     char source[16];
 };
 

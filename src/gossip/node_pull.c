@@ -264,8 +264,8 @@ size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
             continue;
         char *cl = dup_str(&n->arena, it->cluster), *ad = dup_str(&n->arena, it->addr);
         nsrv_route_live_info_t have;
-        if (nsrv_route_live_info(n->rt, cl, ad, now_mono, &have) &&
-            nsrv_data_version_cmp(&have.data_version, &it->dv) >= 0) {
+        bool had = nsrv_route_live_info(n->rt, cl, ad, now_mono, &have);
+        if (had && nsrv_data_version_cmp(&have.data_version, &it->dv) >= 0) {
             /* We hold this registration or a newer one (the broker may have
              * registered with us while the reply travelled): keep it, take the age. */
             nsrv_route_peer_seen(n->rt, cl, ad, &it->dv, seen, now_mono);
@@ -295,6 +295,10 @@ size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
                 i->via_seen_ms = seen;
                 i->via_peer = peer_id;
             }
+            /* Convergence lag: a broker new to us that a peer heard after we started (a
+             * restart's catch-up pull brings older heartbeats: those are not lag). */
+            if (!had && li.last_direct_ms == 0 && seen >= n->o.mono_start_ms)
+                nsrv_hist_observe_us(&n->conv_lag, (now_mono - seen) * 1000);
             imported++;
         }
     }

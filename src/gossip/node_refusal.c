@@ -102,7 +102,8 @@ bool nsrv_gossip_node_degraded(const nsrv_gossip_node_t *n, uint64_t now_mono, n
 }
 
 void nsrv__refusal_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out, uint64_t now) {
-    nsrv_buf_printf(out, "# TYPE nsrvd_gossip_peer_refused_total counter\n");
+    nsrv_buf_printf(out, "# HELP nsrvd_gossip_peer_refused_total Gossip packets refused, by "
+                         "sender and reason.\n# TYPE nsrvd_gossip_peer_refused_total counter\n");
     uint64_t acc, tot[NSRV_GOSSIP_NREASONS];
     nsrv_gossip_peers_totals(n->peers, &acc, tot);
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
@@ -121,6 +122,8 @@ void nsrv__refusal_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out, uint64_t now)
                 out,
                 "nsrvd_gossip_peer_refused_total{peer=\"unknown\",reason=\"%s\"} %" PRIu64 "\n",
                 nsrv_gossip_reason_name(NSRV_GOSSIP_ESIZE - r), tot[r]);
-    nsrv_buf_printf(out, "# TYPE nsrvd_gossip_degraded gauge\nnsrvd_gossip_degraded %d\n",
+    nsrv_buf_printf(out,
+                    "# HELP nsrvd_gossip_degraded 1 while gossip was refused lately (/health "
+                    "says why).\n# TYPE nsrvd_gossip_degraded gauge\nnsrvd_gossip_degraded %d\n",
                     nsrv_gossip_node_degraded(n, now, NULL) ? 1 : 0);
 }

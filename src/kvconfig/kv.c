@@ -194,6 +194,15 @@ int nsrv_kv_delete(nsrv_kv_t *kv, const char *ns, const char *key) {
     return nsrv__kv_persist(kv);
 }
 
+size_t nsrv_kv_entry_count(const nsrv_kv_t *kv, size_t *namespaces) {
+    size_t n = 0;
+    *namespaces = HASH_COUNT(kv->table);
+    for (const nsrv_kv_ns_t *ns = kv->table; ns; ns = ns->hh.next)
+        for (const nsrv_kv_entry_t *e = ns->entries; e; e = e->hh.next)
+            n += e->value != NULL;
+    return n;
+}
+
 bool nsrv_kv_has_namespace(const nsrv_kv_t *kv, const char *ns) {
     return ns && ns_find(kv->table, ns, strlen(ns)) != NULL;
 }

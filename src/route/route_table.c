@@ -461,3 +461,10 @@ void nsrv_route_register_topic(nsrv_route_t *rt, const char *topic, const nsrv_q
 size_t nsrv_route_broker_count(const nsrv_route_t *rt) {
     return HASH_COUNT(rt->live);
 }
+
+void nsrv_route_sizes(const nsrv_route_t *rt, nsrv_route_sizes_t *out) {
+    out->topics = HASH_COUNT(rt->topics);
+    out->clusters = HASH_COUNT(rt->clusters);
+    out->broker_names = HASH_COUNT(rt->bnames);
+    out->live_brokers = HASH_COUNT(rt->live);
+}

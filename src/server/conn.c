@@ -181,6 +181,7 @@ static void copy_iov_from(const uv_buf_t *iov, unsigned n, size_t skip, char *ds
 static void conn_send_iov(nsrv_conn_t *c, const uv_buf_t *iov, unsigned n_iov, size_t len) {
     if (c->closing || len == 0)
         return;
+    c->srv->reqm.bytes_out += len;
     size_t off = 0;
     if (c->out_pending == 0) {
         int n = uv_try_write((uv_stream_t *)&c->tcp, iov, n_iov);
@@ -270,18 +271,29 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
         return; /* nsrvd sends no requests that expect answers */
     bool oneway = (req->flag & NSRV_FLAG_ONEWAY) != 0;
     srv->requests_total++;
+    int slot = nsrv__mreq_slot(req->code);
+    uint64_t start_ns = uv_hrtime();
+    nsrv__metrics_request(&srv->reqm, slot);
     nsrv_cmd_t resp;
     /* While shutting down every request is served, and the connection closed once drained.
      * No GO_AWAY: a 5.3.x client answers it by reconnecting to the same address, whose
      * listener is closed by now, and that request fails (cluster-tests/chaos/README.md). */
     if (srv->shutting_down)
         c->served_in_shutdown = true;
+    /* A reply slot reserved by the handler takes these; its latency ends at the fill. */
+    srv->cur_metrics_slot = slot;
+    srv->cur_start_ns = start_ns;
     bool deferred = nsrv_processor_handle(
         srv->proc, req, c->id, c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
         nsrv_now_mono_ms(), &srv->arena, &srv->body, &resp);
-    if (oneway || deferred)
+    if (deferred)
         return;
+    if (oneway) {
+        nsrv__metrics_reply(&srv->reqm, slot, false, 0, start_ns, uv_hrtime());
+        return;
+    }
     append_reply(c, &resp);
+    nsrv__metrics_reply(&srv->reqm, slot, true, resp.code, start_ns, uv_hrtime());
 }
 
 /*
@@ -409,6 +421,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         return;
     }
     c->last_active_ms = nsrv_now_mono_ms();
+    c->srv->reqm.bytes_in += (uint64_t)nread;
     if (!c->saw_first_byte) {
         c->saw_first_byte = true;
         if (!nsrv__conn_first_byte(c, (uint8_t)buf->base[0]))
@@ -447,6 +460,7 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
     }
     c->srv = srv;
     c->id = ++srv->next_conn_id;
+    srv->reqm.conns_accepted++;
     nsrv_buf_init(&c->in);
     c->last_active_ms = nsrv_now_mono_ms();
     uv_tcp_nodelay(&c->tcp, 1);
@@ -532,6 +546,8 @@ nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id
         return NULL;
     nsrv_reply_slot_t *s = nsrv_calloc(1, sizeof *s);
     s->conn = c;
+    s->metrics_slot = srv->cur_metrics_slot;
+    s->start_ns = srv->cur_start_ns;
     nsrv_buf_init(&s->reply);
     nsrv_buf_init(&s->after);
     if (c->slots_tail)
@@ -546,6 +562,8 @@ nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id
 
 void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp) {
     srv->replies_pending--;
+    nsrv__metrics_reply(&srv->reqm, slot->metrics_slot, resp != NULL, resp ? resp->code : 0,
+                        slot->start_ns, uv_hrtime());
     nsrv_conn_t *c = slot->conn;
     if (!c) {
         slot_free(slot);

@@ -53,9 +53,12 @@ void nsrv__tls_stop(nsrv_server_t *srv) {
 
 void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out) {
     nsrv_buf_printf(out,
+                    "# HELP nsrvd_tls_handshakes_total TLS handshakes on the NameServer port.\n"
                     "# TYPE nsrvd_tls_handshakes_total counter\n"
                     "nsrvd_tls_handshakes_total{result=\"ok\"} %" PRIu64 "\n"
                     "nsrvd_tls_handshakes_total{result=\"failed\"} %" PRIu64 "\n"
+                    "# HELP nsrvd_tls_first_byte_refused_total Connections closed at their first "
+                    "byte by tls.server.mode.\n"
                     "# TYPE nsrvd_tls_first_byte_refused_total counter\n"
                     "nsrvd_tls_first_byte_refused_total{reason=\"tls_disabled\"} %" PRIu64 "\n"
                     "nsrvd_tls_first_byte_refused_total{reason=\"plaintext_enforcing\"} %" PRIu64

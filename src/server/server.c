@@ -26,6 +26,7 @@
 #include "nsrv/processor.h"
 #include "nsrv/route.h"
 #include "sd_notify.h"
+#include "nsaddr.h"
 #include "server_int.h"
 
 /* How often idle connections are looked for; the timeout itself is configured. */
@@ -135,6 +136,10 @@ static void reload(nsrv_server_t *srv) {
         nsrv_config_apply_log_level(&fresh);
         nsrv__tls_reload(srv, &fresh);
         bool whole = true;
+        if (srv->status_open && nsrv__nsaddr_configure(srv, &fresh, err, sizeof err) != 0) {
+            nsrv_log_error("SERVER", "SIGHUP: keeping the running address service: %s", err);
+            whole = false;
+        }
         nsrv_acl_t *acl = nsrv_acl_create(&fresh, err, sizeof err);
         if (acl) {
             nsrv_processor_set_acl(srv->proc, acl);
@@ -331,6 +336,7 @@ stop_loop:
     nsrv_route_destroy(&srv->rt);
     nsrv_kv_destroy(&srv->kv);
     nsrv__tls_stop(srv);
+    nsrv_free(srv->nsaddr_peers);
     nsrv_arena_deinit(&srv->arena);
     nsrv_buf_deinit(&srv->body);
     nsrv__out_deinit(&srv->out);

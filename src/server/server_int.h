@@ -14,6 +14,8 @@
 #include "nsrv/uthash.h"
 #include "out_batch.h"
 
+#include "metrics.h"
+
 struct nsrv_config;
 typedef struct nsrv_kv nsrv_kv_t;
 typedef struct nsrv_processor nsrv_processor_t;
@@ -32,8 +34,10 @@ struct nsrv_reply_slot {
     struct nsrv_reply_slot *next;
     struct nsrv_conn *conn; /* NULL once the connection closed: freed when filled */
     bool filled;
-    nsrv_buf_t reply; /* this slot's reply, once filled */
-    nsrv_buf_t after; /* replies to later requests on the connection */
+    int metrics_slot;  /* the request's metrics slot (metrics.h) */
+    uint64_t start_ns; /* when its request was decoded: its latency ends at the fill */
+    nsrv_buf_t reply;  /* this slot's reply, once filled */
+    nsrv_buf_t after;  /* replies to later requests on the connection */
 };
 
 typedef struct nsrv_conn {
@@ -101,6 +105,7 @@ struct nsrv_server {
     int bound_port;
     uint64_t requests_total;
     uint64_t bad_frames_total;
+    nsrv_req_metrics_t reqm; /* per request code, latency, bytes (metrics.c) */
     /* Connection hygiene (conn_hygiene.c). */
     size_t out_queued_bytes;      /* reply bytes queued across all open connections */
     size_t in_buffered_bytes;     /* partial-request buffer bytes across all open connections */
@@ -119,6 +124,11 @@ struct nsrv_server {
     struct status_conn *status_list; /* oldest first */
     uv_timer_t status_timer;
     uint64_t status_timeouts_total, status_evicted_total;
+    /* Address service (nsaddr.c). */
+    char nsaddr_self[128];                /* NSRV_NSADDR_MAX */
+    char nsaddr_subgroup[64];             /* /rocketmq/<this> */
+    int nsaddr_self_id;                   /* gossipNodeId, 0 without gossip */
+    struct nsrv_nsaddr_map *nsaddr_peers; /* advertised addresses by node id */
     /* Optional hooks filled by the gossip layer for status output. */
     void (*gossip_status)(void *ud, nsrv_buf_t *out);   /* appends a JSON value */
     void (*gossip_metrics)(void *ud, nsrv_buf_t *out);  /* appends Prometheus lines */
@@ -132,6 +142,9 @@ struct nsrv_server {
     nsrv_buf_t tls_plain; /* one read's decrypted bytes */
     uint64_t tls_handshakes_ok, tls_handshakes_failed;
     uint64_t tls_refused_total, plain_refused_total; /* closed by tls.server.mode at byte one */
+    /* The request being run: a reply slot reserved for it records these. */
+    int cur_metrics_slot;
+    uint64_t cur_start_ns;
     /* Per-request scratch reused across requests: no allocation in steady state. */
     nsrv_arena_t arena;
     nsrv_buf_t body;

@@ -2,7 +2,8 @@
 /*
  * The HTTP status endpoint (statusAddress:statusPort): GET /health, /status
  * (JSON: node, route table, every live broker and where its liveness comes
- * from, gossip peers) and /metrics (Prometheus text). One request per
+ * from, gossip peers), /metrics (Prometheus text, metrics.c), / (the cluster
+ * page, cluster_page.html) and /rocketmq/<subgroup> (address service, nsaddr.c). One request per
  * connection; the reply is written and the connection closed. Loop thread.
  *
  * Probes must get through while others hold connections open: a connection
@@ -24,6 +25,8 @@
 #include "nsrv/netaddr.h"
 #include "nsrv/route.h"
 #include "nsrv/writer.h"
+#include "metrics.h"
+#include "nsaddr.h"
 #include "server_int.h"
 
 /* Enough for monitoring; past it the oldest silent connection makes room. */
@@ -33,6 +36,10 @@
 /* ...and the reply taken within this one, or the connection is closed. */
 #define STATUS_REPLY_MS 10000
 #define STATUS_SWEEP_MS 250
+
+/* cluster_page.html, embedded at build time (embed.cmake). */
+extern const char nsrv_cluster_page[];
+extern const size_t nsrv_cluster_page_len;
 
 typedef struct status_conn {
     uv_tcp_t tcp;
@@ -72,13 +79,14 @@ static void status_write_cb(uv_write_t *req, int status) {
     nsrv_free(w);
 }
 
-static void respond(status_conn_t *c, int code, const char *reason, const char *ctype,
-                    nsrv_buf_t *body) {
+/* extra: more header lines, each ending in CRLF, or "". */
+static void respond_with(status_conn_t *c, int code, const char *reason, const char *ctype,
+                         const char *extra, nsrv_buf_t *body) {
     nsrv_buf_t out = NSRV_BUF_INIT;
     nsrv_buf_printf(&out,
                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                    "Connection: close\r\n\r\n",
-                    code, reason, ctype, body ? body->len : 0);
+                    "%sConnection: close\r\n\r\n",
+                    code, reason, ctype, body ? body->len : 0, extra);
     if (body && body->len)
         nsrv_buf_append(&out, body->data, body->len);
     status_write_t *w = nsrv_calloc(1, sizeof *w);
@@ -93,6 +101,11 @@ static void respond(status_conn_t *c, int code, const char *reason, const char *
         nsrv_free(w);
         status_close(c);
     }
+}
+
+static void respond(status_conn_t *c, int code, const char *reason, const char *ctype,
+                    nsrv_buf_t *body) {
+    respond_with(c, code, reason, ctype, "", body);
 }
 
 static void json_kv_str(nsrv_buf_t *b, const char *key, const char *val) {
@@ -168,58 +181,6 @@ static void build_status(nsrv_server_t *srv, nsrv_buf_t *b) {
     nsrv_buf_append_c(b, "}\n");
 }
 
-static void build_metrics(nsrv_server_t *srv, nsrv_buf_t *b) {
-    nsrv_route_stats_t rs;
-    nsrv_route_get_stats(srv->rt, &rs);
-    nsrv_buf_printf(b,
-                    "# TYPE nsrvd_connections gauge\nnsrvd_connections %zu\n"
-                    "# TYPE nsrvd_brokers gauge\nnsrvd_brokers %zu\n"
-                    "# TYPE nsrvd_requests_total counter\nnsrvd_requests_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_bad_frames_total counter\nnsrvd_bad_frames_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_route_cache_hits_total counter\n"
-                    "nsrvd_route_cache_hits_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_route_cache_builds_total counter\n"
-                    "nsrvd_route_cache_builds_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_brokers_expired_total counter\n"
-                    "nsrvd_brokers_expired_total %" PRIu64 "\n",
-                    srv->n_conns, nsrv_route_broker_count(srv->rt), srv->requests_total,
-                    srv->bad_frames_total, rs.route_cache_hits, rs.route_cache_builds,
-                    rs.brokers_expired);
-    nsrv_buf_printf(b,
-                    "# TYPE nsrvd_output_queued_bytes gauge\nnsrvd_output_queued_bytes %zu\n"
-                    "# TYPE nsrvd_connections_refused_total counter\n"
-                    "nsrvd_connections_refused_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_connections_stalled_total counter\n"
-                    "nsrvd_connections_stalled_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_output_limit_resets_total counter\n"
-                    "nsrvd_output_limit_resets_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_input_buffered_bytes gauge\nnsrvd_input_buffered_bytes %zu\n"
-                    "# TYPE nsrvd_input_limit_resets_total counter\n"
-                    "nsrvd_input_limit_resets_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_status_timeouts_total counter\n"
-                    "nsrvd_status_timeouts_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_status_evicted_total counter\n"
-                    "nsrvd_status_evicted_total %" PRIu64 "\n",
-                    srv->out_queued_bytes, srv->conns_refused_total, srv->conns_stalled_total,
-                    srv->output_shed_total, srv->in_buffered_bytes, srv->input_shed_total,
-                    srv->status_timeouts_total, srv->status_evicted_total);
-    /* Durable writes (README "Persistence"): requests per write shows the group commit. */
-    nsrv_buf_printf(b,
-                    "# TYPE nsrvd_durable_writes_total counter\n"
-                    "nsrvd_durable_writes_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_durable_write_requests_total counter\n"
-                    "nsrvd_durable_write_requests_total %" PRIu64 "\n"
-                    "# TYPE nsrvd_replies_pending gauge\nnsrvd_replies_pending %zu\n"
-                    "# TYPE nsrvd_read_batch_yields_total counter\n"
-                    "nsrvd_read_batch_yields_total %" PRIu64 "\n",
-                    srv->writer ? nsrv_writer_writes(srv->writer) : 0,
-                    srv->writer ? nsrv_writer_requests(srv->writer) : 0, srv->replies_pending,
-                    srv->batch_yields_total);
-    nsrv__tls_metrics(srv, b);
-    if (srv->gossip_metrics)
-        srv->gossip_metrics(srv->gossip_status_ud, b);
-}
-
 static bool path_is(const nsrv_http_req_t *r, const char *p) {
     return r->path_len == strlen(p) && memcmp(r->path, p, r->path_len) == 0;
 }
@@ -253,12 +214,21 @@ static void handle(status_conn_t *c, const nsrv_http_req_t *r) {
                 srv->shutting_down ? "Service Unavailable" : "OK", "text/plain", &body);
     } else if (path_is(r, "/status")) {
         build_status(srv, &body);
-        respond(c, 200, "OK", "application/json", &body);
+        /* The cluster page of any node reads every node's /status (read-only, no cookies). */
+        respond_with(c, 200, "OK", "application/json", "Access-Control-Allow-Origin: *\r\n", &body);
+    } else if (path_is(r, "/")) {
+        nsrv_buf_append(&body, nsrv_cluster_page, nsrv_cluster_page_len);
+        respond_with(c, 200, "OK", "text/html; charset=utf-8", "Cache-Control: no-cache\r\n",
+                     &body);
+    } else if (nsrv__nsaddr_path(srv, r->path, r->path_len)) {
+        nsrv__nsaddr_write(srv, &body);
+        respond(c, 200, "OK", "text/plain", &body);
     } else if (path_is(r, "/metrics")) {
-        build_metrics(srv, &body);
+        nsrv__metrics_write(srv, &body);
         respond(c, 200, "OK", "text/plain; version=0.0.4", &body);
     } else {
-        nsrv_buf_append_c(&body, "not found: try /health, /status or /metrics\n");
+        nsrv_buf_append_c(&body,
+                          "not found: try /, /health, /status, /metrics or /rocketmq/nsaddr\n");
         respond(c, 404, "Not Found", "text/plain", &body);
     }
     nsrv_buf_deinit(&body);
@@ -356,6 +326,11 @@ int nsrv__status_start(nsrv_server_t *srv) {
     const nsrv_config_t *cfg = srv->cfg;
     if (cfg->status_port == 0)
         return 0;
+    char err[256];
+    if (nsrv__nsaddr_configure(srv, cfg, err, sizeof err) != 0) {
+        nsrv_log_error("SERVER", "address service: %s", err);
+        return UV_EINVAL;
+    }
     struct sockaddr_storage addr;
     const char *host = cfg->status_address;
     int rc = nsrv_sockaddr_literal(host, cfg->status_port, &addr) == 0 ? 0 : UV_EINVAL;

@@ -88,6 +88,9 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "registerMaxDecodedBytes=268435456";
     static const char *const nsrvd_keys[] = {"statusAddress=127.0.0.1",
                                              "statusPort=0",
+                                             "advertisedAddress=",
+                                             "gossipPeerAdvertisedAddresses=",
+                                             "addressServiceSubgroup=nsaddr",
                                              "gossipEnable=false",
                                              "gossipNodeId=0",
                                              "gossipClusterName=DefaultNsCluster",
@@ -211,9 +214,10 @@ static void test_key_table(void **state) {
     (void)state;
     /* 40 Java keys (proto/requests.md §2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
      * maxConnections, totalOutputLimitBytes, totalInputLimitBytes, registerMaxTopics,
-     * registerMaxDecodedBytes, 2 status keys, 13 gossip keys, 9 TLS keys and 5 access keys. */
-    assert_int_equal(nsrv_config_key_count(), 77);
-    assert_null(nsrv_config_key_name(77));
+     * registerMaxDecodedBytes, 2 status keys, 3 address-service keys, 13 gossip keys, 9 TLS keys
+     * and 5 access keys. */
+    assert_int_equal(nsrv_config_key_count(), 80);
+    assert_null(nsrv_config_key_name(80));
     assert_int_equal(nsrv_config_key_flags("tls.server.keyPassword"),
                      NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_SECRET);
     assert_int_equal(nsrv_config_key_flags("adminAllowList"), NSRV_CONFIG_NOUPDATE);
