@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# docker/node4-demo.sh: a fourth node joins the running compose cluster without a restart of
+# any node, broker or client, and is found by a real broker and a real client through the
+# cluster's own address service (GET /rocketmq/nsaddr on the status listener):
+#   1. the cluster, plus broker-b and producer-ns of docker/node4.yml, which know no
+#      NameServer address: they poll http://nsrvd1:9877/rocketmq/nsaddr;
+#   2. nsrvd4 starts; nodes 1-3 get it as a gossip peer with nsrvd-add-peer (config rewritten,
+#      SIGHUP), so their address service starts listing it once its gossip is heard;
+#   3. waits (deadline 300 s: the broker and the client poll the address service every 2 min)
+#      until broker-b is `direct` on nsrvd4 and producer-ns has asked nsrvd4 for routes, and
+#      prints the broker's and the client's own log lines that show the new list.
+# Uses podman-compose (or `docker compose` when a Docker engine answers); leaves the cluster
+# running (`... -f docker/docker-compose.yml -f docker/node4.yml down -v` removes it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+nsrvd=${NSRVD_BIN:-build/src/nsrvd}
+files=(-f docker/docker-compose.yml -f docker/node4.yml)
+if docker info >/dev/null 2>&1; then engine=docker; compose() { docker compose "${files[@]}" "$@"; }
+else engine=podman; compose() { podman-compose "${files[@]}" "$@"; }; fi
+cname() { $engine ps --filter "label=com.docker.compose.service=$1" --format '{{.Names}}' | head -1; }
+direct_on() { # PORT BROKER-NAME: is that broker direct on the node behind that status port?
+  "$nsrvd" status --json "127.0.0.1:$1" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(b["brokerName"] == sys.argv[1] and b["source"] == "direct" for b in d["brokers"]) else 1)' "$2"
+}
+wait_for() { # SECONDS DESCRIPTION COMMAND...
+  local limit=$1 what=$2 t0
+  shift 2
+  t0=$(date +%s)
+  until "$@"; do
+    if [ $(($(date +%s) - t0)) -ge "$limit" ]; then echo "FAILED: $what (not within ${limit}s)"; exit 1; fi
+    sleep 1
+  done
+  echo "ok: $what after $(($(date +%s) - t0))s"
+}
+
+compose up -d nsrvd1 nsrvd2 nsrvd3 broker-a broker-a-s producer consumer prometheus broker-b producer-ns \
+  >/dev/null 2>&1
+for p in 29886 29887 29888; do
+  wait_for 420 "broker-b (address service only) direct on status port $p" direct_on $p broker-b
+done
+echo "node 1's address service: $(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
+
+t_join=$(date +%s)
+compose up -d nsrvd4 >/dev/null 2>&1
+for n in 1 2 3; do $engine exec "$(cname nsrvd$n)" nsrvd-add-peer 4@nsrvd4:9878; done
+ip4=$($engine inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$(cname nsrvd4)")
+wait_for 60 "nsrvd4 ($ip4) listed by node 1's address service" \
+  sh -c "curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr | grep -q '$ip4:9876'"
+echo "node 1's address service: $(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
+wait_for 300 "broker-b direct on nsrvd4 (heartbeats to the new node)" direct_on 29889 broker-b
+client_asked() {
+  curl -fsS http://127.0.0.1:29889/metrics | grep -q '^nsrvd_requests_by_code_total{code="105"[^}]*} [1-9]'
+}
+wait_for 300 "nsrvd4 answers route queries (code 105) from producer-ns" client_asked
+echo "node 4 joined $(($(date +%s) - t_join))s ago; no node, broker or client was restarted"
+echo "--- broker-b's own log (~/logs/rocketmqlogs/) on the NameServer list:"
+$engine exec "$(cname broker-b)" sh -c "grep -rihE 'name ?server|namesrv' ~/logs/" \
+  | grep -i "$ip4\|addr" | tail -5 || true
+echo "--- producer-ns's own log (~/logs/):"
+$engine exec "$(cname producer-ns)" sh -c "grep -rihE 'name ?server|namesrv' ~/logs/" | grep "$ip4" | tail -5 || true
