@@ -24,6 +24,9 @@ case $role in
   consume) args="stream-consume --topic ${TOPIC:-DemoTopic} --group ${GROUP:-DemoGroup}" ;;
   *) echo "usage: client-entrypoint produce|consume" >&2; exit 2 ;;
 esac
+# The shell stays PID 1 (a pipeline cannot be exec'd): it passes `stop`'s SIGTERM on to the
+# pipeline, which a PID 1 without a handler would ignore until the engine's kill.
+trap 'trap - TERM INT; kill 0' TERM INT
 # shellcheck disable=SC2086
 java -Xmx192m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss512k \
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED \
@@ -42,4 +45,5 @@ java -Xmx192m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss512k \
     $1 == "NACK" { sent++; nacked++ }
     $1 == "RECV" { recv++; if (!($2 in seen)) { seen[$2] = 1; distinct++ } }
     ($1 == "ACK" || $1 == "NACK" || $1 == "RECV") && ++n % every == 0 { report() }
-    END { report() }'
+    END { report() }' &
+wait
