@@ -25,7 +25,7 @@ if [ -n "${NODE_ID:-}" ] && [ -s /data/peers ]; then
     old=""
     for o in $old_peers; do [ "${o%%@*}" = "$id" ] && old=${o#*@} && old=${old%:*}; done
     tries=120
-    [ -n "$old" ] && tries=4
+    [ -n "$old" ] && tries=1
     for _ in $(seq 1 $tries); do
       ip=$(getent hosts "$host" | awk '{print $1; exit}') && [ -n "$ip" ] && break
       sleep 0.5

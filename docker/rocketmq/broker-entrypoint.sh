@@ -1,7 +1,8 @@
 #!/bin/sh
 # Starts one real RocketMQ 5.3.3 broker. Environment:
-#   NAMESRV_ADDR   "nsrvd1:9876;nsrvd2:9876;nsrvd3:9876": every node; host names are resolved
-#                  here (the broker needs literal addresses)
+#   NAMESRV_ADDR   "nsrvd1:9876;nsrvd2:9876;nsrvd3:9876": every node, by name: the JVM resolves
+#                  them at each connection (DNS cache 1 s), so a node container that comes
+#                  back on a new address (podman gives one on restart) is found again
 #   WAIT_FOR       "nsrvd1:9877 ..." status listeners to wait for (wait-ready) before starting
 #   BROKER_NAME, BROKER_ID (0 = master), BROKER_ROLE (ASYNC_MASTER | SLAVE), CLUSTER_NAME
 #   NAMESRV_DOMAIN HOST:STATUSPORT of an nsrvd node, instead of NAMESRV_ADDR: the broker then
@@ -13,14 +14,10 @@
 set -eu
 [ -n "${WAIT_FOR:-}" ] && wait-ready $WAIT_FOR
 resolve() { getent hosts "$1" | awk '{print $1; exit}'; }
-ns=""
-list=${NAMESRV_ADDR:-}
+ns=${NAMESRV_ADDR:-}
+list=$ns
 unset NAMESRV_ADDR # the broker would take it as its namesrvAddr and never ask the address service
 [ -n "$list" ] || [ -n "${NAMESRV_DOMAIN:-}" ] || { echo "NAMESRV_ADDR or NAMESRV_DOMAIN" >&2; exit 2; }
-for a in $(echo "$list" | tr ';' ' '); do
-  ip=$(resolve "${a%:*}"); [ -n "$ip" ] || { echo "cannot resolve ${a%:*}" >&2; exit 1; }
-  ns="$ns${ns:+;}$ip:${a##*:}"
-done
 self=$(resolve "$(hostname)")
 home=/home/rocketmq
 mkdir -p "$home/conf" /store/commitlog
@@ -59,5 +56,6 @@ exec java -server -Xms256m -Xmx384m -XX:MaxDirectMemorySize=256m -XX:+UseG1GC \
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED \
   --add-exports java.base/sun.nio.ch=ALL-UNNAMED --add-exports java.base/jdk.internal.ref=ALL-UNNAMED \
   --add-opens java.base/java.lang=ALL-UNNAMED -XX:+IgnoreUnrecognizedVMOptions \
+  -Dsun.net.inetaddr.ttl=1 -Dsun.net.inetaddr.negative.ttl=0 \
   -Duser.home="$home" -Drocketmq.home.dir="$home" $domain ${BROKER_JAVA_OPTS:-} \
   -cp "/opt/rocketmq/broker/lib/*" org.apache.rocketmq.broker.BrokerStartup -c "$conf"

@@ -27,14 +27,18 @@ esac
 # The shell stays PID 1 (a pipeline cannot be exec'd): it passes `stop`'s SIGTERM on to the
 # pipeline, which a PID 1 without a handler would ignore until the engine's kill.
 trap 'trap - TERM INT; kill 0' TERM INT
+# mawk (Debian's awk) reads a pipe in large blocks: lines would reach the log tens of seconds
+# late; -W interactive makes it read line by line
+awk=awk
+awk -W version 2>&1 | grep -q mawk && awk="awk -W interactive"
 # shellcheck disable=SC2086
 java -Xmx192m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss512k \
   --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED \
   --add-opens java.base/java.lang=ALL-UNNAMED -XX:+IgnoreUnrecognizedVMOptions \
-  -Duser.home="$home" -Drocketmq.home.dir="$home" -Drocketmq.log.root="$home/logs" $props \
+  -Dsun.net.inetaddr.ttl=1 -Dsun.net.inetaddr.negative.ttl=0 -Duser.home="$home" -Drocketmq.home.dir="$home" -Drocketmq.log.root="$home/logs" $props \
   -cp "/opt/rocketmq/client/lib/*" nsrvd.compat.CompatClient $args $ns \
   --duration 31536000 --poll "${POLL_MS:-30000}" 2>&1 |
-  awk -v every="${REPORT_EVERY:-50}" '
+  $awk -v every="${REPORT_EVERY:-50}" '
     function report() {
       if (sent) printf "STATS sent=%d acked=%d nacked=%d\n", sent, acked, nacked
       if (recv) printf "STATS received=%d distinct=%d duplicates=%d\n", recv, distinct, recv - distinct
