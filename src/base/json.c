@@ -501,13 +501,47 @@ static void put_u_escape(nsrv_buf_t *out, unsigned cp) {
     nsrv_buf_append(out, e, 6);
 }
 
+/* Word-at-a-time byte tests (the classic "has a zero byte" bit trick): exact, no false hits. */
+#define BYTES_OF(b) (0x0101010101010101ull * (uint8_t)(b))
+#define HIGH_BITS BYTES_OF(0x80)
+
+static uint64_t any_byte_zero(uint64_t w) {
+    return (w - BYTES_OF(0x01)) & ~w & HIGH_BITS;
+}
+
+static uint64_t any_byte_below(uint64_t w, uint8_t n) {
+    return (w - BYTES_OF(n)) & ~w & HIGH_BITS;
+}
+
+/* True when all eight bytes of w are plain ASCII that a JSON string carries as is: no control
+ * byte, DEL, quote, backslash or non-ASCII byte (nor '/' when escape_slash). A 4 MiB KV value
+ * is encoded on every snapshot of the table: this keeps that to a few memory passes. */
+static bool word_is_plain(uint64_t w, bool escape_slash) {
+    uint64_t special = (w & HIGH_BITS) | any_byte_below(w, 0x20) |
+                       any_byte_zero(w ^ BYTES_OF('"')) | any_byte_zero(w ^ BYTES_OF('\\')) |
+                       any_byte_zero(w ^ BYTES_OF(0x7F));
+    if (escape_slash)
+        special |= any_byte_zero(w ^ BYTES_OF('/'));
+    return special == 0;
+}
+
 void nsrv_json_write_str(nsrv_buf_t *out, const char *s, size_t len, nsrv_json_esc_t mode) {
     const unsigned char *p = (const unsigned char *)s;
+    const bool escape_slash = mode != NSRV_JSON_ESC_DEFAULT;
     nsrv_buf_reserve(out, len + 2);
     nsrv_buf_append_ch(out, '"');
     size_t run = 0; /* bytes copied verbatim in one go */
     size_t i = 0;
     while (i < len) {
+        if (len - i >= 8) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (word_is_plain(w, escape_slash)) {
+                run += 8;
+                i += 8;
+                continue;
+            }
+        }
         unsigned char c = p[i];
         bool plain = c >= 0x20 && c != '"' && c != '\\' && c != 0x7F &&
                      (c < 0x80 ? (c != '/' || mode == NSRV_JSON_ESC_DEFAULT) : false);

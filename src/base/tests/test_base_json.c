@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +205,34 @@ static void test_writer_round_trip(void **state) {
     }
 }
 
+/* The writer skips plain ASCII eight bytes at a time: every byte that needs escaping or
+ * checking must still be found at every position of a long string, in both modes. The
+ * expected text comes from the byte-at-a-time path (strings shorter than eight bytes). */
+static void test_writer_word_path_finds_every_special_byte(void **state) {
+    (void)state;
+    const char *specials[] = {"\"", "\\", "/", "\x7F", "\xC3\xA9", "\xFF", "\xE2\x80\xA8", "\x1F"};
+    enum { LONG = 24 };
+    for (int mode = 0; mode < 2; mode++) {
+        for (int c = 0; c < 0x20 + (int)NSRV_ARRAY_LEN(specials); c++) {
+            char one[4] = {(char)c};
+            const char *sp = c < 0x20 ? one : specials[c - 0x20];
+            size_t sp_len = c < 0x20 ? 1 : strlen(sp);
+            nsrv_buf_t esc = NSRV_BUF_INIT;
+            nsrv_json_write_str(&esc, sp, sp_len, (nsrv_json_esc_t)mode);
+            for (size_t at = 0; at + sp_len <= LONG; at++) {
+                char in[LONG];
+                memset(in, 'a', sizeof in);
+                memcpy(in + at, sp, sp_len);
+                char expect[LONG * 8];
+                snprintf(expect, sizeof expect, "\"%.*s%.*s%.*s\"", (int)at, in, (int)(esc.len - 2),
+                         esc.data + 1, (int)(LONG - at - sp_len), in + at + sp_len);
+                check_write(in, LONG, (nsrv_json_esc_t)mode, expect);
+            }
+            nsrv_buf_deinit(&esc);
+        }
+    }
+}
+
 /* A document of many tiny values is refused past NSRV_JSON_MAX_NODES, which
  * bounds what a 16 MiB frame can make the parser allocate. */
 static void test_node_cap(void **state) {
@@ -238,6 +267,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_rejects_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_word_path_finds_every_special_byte, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_node_cap, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
