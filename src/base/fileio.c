@@ -163,6 +163,11 @@ static int write_tmp(const char *tmp_path, const void *data, size_t len, int src
  * Saves path's current content as "<path>.bak" through "<path>.bak.tmp" and a
  * rename, so a crash never leaves a half-written .bak either. A missing path
  * is not an error: there is nothing to back up.
+ *
+ * The .bak.tmp is a hard link to path when the filesystem allows it: path is
+ * never changed in place (every write renames a new file over it), so once
+ * the new file replaces it the old inode is the backup, already durable, and
+ * a multi-megabyte file costs no copy and no second fsync. Else it is a copy.
  */
 static int save_bak(const char *path) {
     int src = open(path, O_RDONLY | O_CLOEXEC);
@@ -170,7 +175,14 @@ static int save_bak(const char *path) {
         return errno == ENOENT ? 0 : -errno;
     char *bak = path_with_suffix(path, ".bak");
     char *bak_tmp = path_with_suffix(path, ".bak.tmp");
-    int rc = write_tmp(bak_tmp, NULL, 0, src);
+    int rc = 0;
+    if (unlink(bak_tmp) != 0 && errno != ENOENT)
+        rc = -errno;
+    struct stat st; /* a symbolic link is copied through, as before: only files are linked */
+    bool linked =
+        rc == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode) && link(path, bak_tmp) == 0;
+    if (rc == 0 && !linked)
+        rc = write_tmp(bak_tmp, NULL, 0, src);
     if (rc == 0 && rename(bak_tmp, bak) != 0) {
         rc = -errno;
         unlink(bak_tmp);

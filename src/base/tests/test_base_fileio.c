@@ -60,8 +60,14 @@ static void test_overwrite_keeps_bak(void **state) {
     assert_int_equal(nsrv_file_write_atomic(p, "second, longer", 14, true), 0);
     nsrv_test_assert_file(p, "second, longer");
     nsrv_test_assert_file(bak, "first");
+    /* The backup is the replaced file itself (a link, not a copy): no second write of a
+     * large file; and the backup does not change with the file that replaced it. */
+    struct stat before, after;
+    assert_int_equal(stat(p, &before), 0);
     /* Shorter new content fully replaces the old one (no leftover tail). */
     assert_int_equal(nsrv_file_write_atomic(p, "3rd", 3, true), 0);
+    assert_int_equal(stat(bak, &after), 0);
+    assert_true(before.st_ino == after.st_ino);
     nsrv_test_assert_file(p, "3rd");
     nsrv_test_assert_file(bak, "second, longer");
     /* keep_bak=false leaves the .bak alone. */
