@@ -501,6 +501,30 @@ static void put_u_escape(nsrv_buf_t *out, unsigned cp) {
     nsrv_buf_append(out, e, 6);
 }
 
+/* The two-character escape of an ASCII byte, or NULL when it takes the \\u form. */
+static const char *short_escape(unsigned char c) {
+    switch (c) {
+    case '"':
+        return "\\\"";
+    case '\\':
+        return "\\\\";
+    case '/':
+        return "\\/";
+    case '\b':
+        return "\\b";
+    case '\f':
+        return "\\f";
+    case '\n':
+        return "\\n";
+    case '\r':
+        return "\\r";
+    case '\t':
+        return "\\t";
+    default:
+        return NULL;
+    }
+}
+
 /* Word-at-a-time byte tests (the classic "has a zero byte" bit trick): exact, no false hits. */
 #define BYTES_OF(b) (0x0101010101010101ull * (uint8_t)(b))
 #define HIGH_BITS BYTES_OF(0x80)
@@ -555,35 +579,11 @@ void nsrv_json_write_str(nsrv_buf_t *out, const char *s, size_t len, nsrv_json_e
             run = 0;
         }
         if (c < 0x80) {
-            switch (c) {
-            case '"':
-                nsrv_buf_append(out, "\\\"", 2);
-                break;
-            case '\\':
-                nsrv_buf_append(out, "\\\\", 2);
-                break;
-            case '/':
-                nsrv_buf_append(out, "\\/", 2);
-                break;
-            case '\b':
-                nsrv_buf_append(out, "\\b", 2);
-                break;
-            case '\f':
-                nsrv_buf_append(out, "\\f", 2);
-                break;
-            case '\n':
-                nsrv_buf_append(out, "\\n", 2);
-                break;
-            case '\r':
-                nsrv_buf_append(out, "\\r", 2);
-                break;
-            case '\t':
-                nsrv_buf_append(out, "\\t", 2);
-                break;
-            default:
+            const char *esc = short_escape(c);
+            if (esc)
+                nsrv_buf_append(out, esc, 2);
+            else
                 put_u_escape(out, c);
-                break;
-            }
             i++;
             continue;
         }

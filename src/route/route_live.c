@@ -53,6 +53,16 @@ static void key_tmp_done(key_tmp_t *k) {
         nsrv_free(k->p);
 }
 
+/* out = the entry of (cluster, addr) in table, a uthash table keyed by those two names (a
+ * macro: the live and filter tables have different entry types). */
+#define FIND_BY_CLUSTER_ADDR(table, cluster, addr, out)                                            \
+    do {                                                                                           \
+        key_tmp_t k_;                                                                              \
+        key_tmp_make(&k_, cluster, addr);                                                          \
+        HASH_FIND(hh, table, k_.p, k_.len, out);                                                   \
+        key_tmp_done(&k_);                                                                         \
+    } while (0)
+
 static void key_init(rt_key_t *k, const char *cluster, const char *addr) {
     size_t cl = strlen(cluster), al = strlen(addr);
     k->key_len = cl + 1 + al;
@@ -102,11 +112,8 @@ static void conn_unref(nsrv_route_t *rt, uint64_t conn_id) {
 rt_live_t *nsrv__route_live_find(const nsrv_route_t *rt, const char *cluster, const char *addr) {
     if (!cluster || !addr || !rt->live)
         return NULL;
-    key_tmp_t k;
-    key_tmp_make(&k, cluster, addr);
     rt_live_t *l;
-    HASH_FIND(hh, rt->live, k.p, k.len, l);
-    key_tmp_done(&k);
+    FIND_BY_CLUSTER_ADDR(rt->live, cluster, addr, l);
     return l;
 }
 
@@ -180,11 +187,8 @@ const rt_filter_t *nsrv__route_filter_find(const nsrv_route_t *rt, const char *c
                                            const char *addr) {
     if (!rt->filters)
         return NULL;
-    key_tmp_t k;
-    key_tmp_make(&k, cluster, addr);
     rt_filter_t *f;
-    HASH_FIND(hh, rt->filters, k.p, k.len, f);
-    key_tmp_done(&k);
+    FIND_BY_CLUSTER_ADDR(rt->filters, cluster, addr, f);
     return f;
 }
 

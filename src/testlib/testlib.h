@@ -27,3 +27,16 @@ char *nsrv_test_read_file(const char *path);
 void nsrv_test_assert_file(const char *path, const char *text);
 /* Writes text to path (atomically, no backup), asserting success. */
 void nsrv_test_write_file(const char *path, const char *text);
+
+/*
+ * The main() of a cmocka test file: runs the listed tests (cmocka_unit_test(fn), ...) as one
+ * group, between group_setup and group_teardown (NULL for none). The file includes <cmocka.h>.
+ */
+#define NSRV_TEST_MAIN(group_setup, group_teardown, ...)                                           \
+    int main(void) {                                                                               \
+        const struct CMUnitTest tests[] = {__VA_ARGS__};                                           \
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);                         \
+    }
+
+/* A test run between the file's own setup() and teardown() (its per-test fixture). */
+#define NSRV_FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)

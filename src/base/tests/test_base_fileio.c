@@ -231,18 +231,11 @@ static void test_read_all_large_and_unsized(void **state) {
     assert_int_equal(nsrv_file_read_all("/proc/self/status", 50, &data, &len), -EFBIG);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_write_new_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_overwrite_keeps_bak, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_write_empty, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_crash_before_rename_keeps_old, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_hook_returning_zero_continues, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_parent_dirs_created, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_relative_path, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unwritable_parent_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_all_caps, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_all_large_and_unsized, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_write_new_file),
+               NSRV_FIXTURE_TEST(test_overwrite_keeps_bak), NSRV_FIXTURE_TEST(test_write_empty),
+               NSRV_FIXTURE_TEST(test_crash_before_rename_keeps_old),
+               NSRV_FIXTURE_TEST(test_hook_returning_zero_continues),
+               NSRV_FIXTURE_TEST(test_parent_dirs_created), NSRV_FIXTURE_TEST(test_relative_path),
+               NSRV_FIXTURE_TEST(test_unwritable_parent_fails),
+               NSRV_FIXTURE_TEST(test_read_all_caps),
+               NSRV_FIXTURE_TEST(test_read_all_large_and_unsized))

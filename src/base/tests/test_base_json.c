@@ -12,6 +12,7 @@
 
 #include "nsrv/common.h"
 #include "nsrv/json.h"
+#include "testlib.h"
 
 static nsrv_arena_t arena;
 
@@ -257,19 +258,11 @@ static void test_node_cap(void **state) {
     free(text);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_bare_numeric_keys, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_scalars_and_lenient_readers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_string_escapes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_strings_are_valid_utf8, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_arrays_and_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rejects_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writer_modes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writer_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_writer_word_path_finds_every_special_byte, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_node_cap, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_bare_numeric_keys),
+               NSRV_FIXTURE_TEST(test_scalars_and_lenient_readers),
+               NSRV_FIXTURE_TEST(test_string_escapes),
+               NSRV_FIXTURE_TEST(test_strings_are_valid_utf8),
+               NSRV_FIXTURE_TEST(test_arrays_and_order), NSRV_FIXTURE_TEST(test_rejects_bad_input),
+               NSRV_FIXTURE_TEST(test_writer_modes), NSRV_FIXTURE_TEST(test_writer_round_trip),
+               NSRV_FIXTURE_TEST(test_writer_word_path_finds_every_special_byte),
+               NSRV_FIXTURE_TEST(test_node_cap))

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "nsrv/netaddr.h"
+#include "testlib.h"
 
 static void test_literals(void **state) {
     (void)state;
@@ -87,12 +88,6 @@ static void test_sockaddr_parse_and_format(void **state) {
     assert_string_equal(text, "?");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_literals),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_hostport_split),
-        cmocka_unit_test(test_sockaddr_parse_and_format),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_literals), cmocka_unit_test(test_refused),
+               cmocka_unit_test(test_hostport_split),
+               cmocka_unit_test(test_sockaddr_parse_and_format))

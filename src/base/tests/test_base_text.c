@@ -10,6 +10,7 @@
 
 #include "nsrv/common.h"
 #include "nsrv/text.h"
+#include "testlib.h"
 
 static bool pint(const char *s, int64_t min, int64_t max, int64_t *out) {
     return nsrv_parse_int(s, strlen(s), min, max, out);
@@ -106,12 +107,5 @@ static void test_fail_and_strerror(void **state) {
     assert_string_equal(nsrv_strerror(-9100), "unknown error");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_int),
-        cmocka_unit_test(test_parse_uint),
-        cmocka_unit_test(test_blank),
-        cmocka_unit_test(test_fail_and_strerror),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_parse_int), cmocka_unit_test(test_parse_uint),
+               cmocka_unit_test(test_blank), cmocka_unit_test(test_fail_and_strerror))

@@ -17,6 +17,7 @@
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
 #include "nsrv/utf8.h"
+#include "testlib.h"
 
 typedef struct {
     const char *in;
@@ -155,12 +156,7 @@ static void test_trunc_respects_code_points(void **state) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replacement_vectors),
-        cmocka_unit_test(test_valid_prefix_and_next),
-        cmocka_unit_test(test_random_sanitize_is_valid),
-        cmocka_unit_test(test_trunc_respects_code_points),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_replacement_vectors),
+               cmocka_unit_test(test_valid_prefix_and_next),
+               cmocka_unit_test(test_random_sanitize_is_valid),
+               cmocka_unit_test(test_trunc_respects_code_points))

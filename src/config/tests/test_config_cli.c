@@ -11,6 +11,7 @@
 
 #include "nsrv/common.h"
 #include "nsrv/config.h"
+#include "testlib.h"
 
 #define ARGV(...) ((char *[]){"nsrvd", __VA_ARGS__, NULL})
 #define ARGC(...) ((int)(sizeof((char *[]){"nsrvd", __VA_ARGS__}) / sizeof(char *)))
@@ -120,11 +121,6 @@ static void test_usage(void **state) {
     assert_non_null(strstr(buf, "--version"));
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_args),    cmocka_unit_test(test_config_file_forms),
-        cmocka_unit_test(test_flags),      cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_subcommand), cmocka_unit_test(test_usage),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_no_args), cmocka_unit_test(test_config_file_forms),
+               cmocka_unit_test(test_flags), cmocka_unit_test(test_errors),
+               cmocka_unit_test(test_subcommand), cmocka_unit_test(test_usage))

@@ -414,13 +414,8 @@ static void test_example_file(void **state) {
     nsrv_config_free(&ex);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_match_java), cmocka_unit_test(test_home_paths),
-        cmocka_unit_test(test_key_table),           cmocka_unit_test(test_load_file),
-        cmocka_unit_test(test_bad_values),          cmocka_unit_test(test_load_errors),
-        cmocka_unit_test(test_limits_accepted),     cmocka_unit_test(test_example_file),
-        cmocka_unit_test(test_secret_not_rendered),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_defaults_match_java),
+               cmocka_unit_test(test_home_paths), cmocka_unit_test(test_key_table),
+               cmocka_unit_test(test_load_file), cmocka_unit_test(test_bad_values),
+               cmocka_unit_test(test_load_errors), cmocka_unit_test(test_limits_accepted),
+               cmocka_unit_test(test_example_file), cmocka_unit_test(test_secret_not_rendered))

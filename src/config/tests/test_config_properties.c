@@ -12,6 +12,7 @@
 #include "nsrv/buf.h"
 #include "nsrv/common.h"
 #include "nsrv/properties.h"
+#include "testlib.h"
 
 static void parse_ok(const char *text, nsrv_props_t *p) {
     char err[128];
@@ -280,20 +281,10 @@ static void test_writer_round_trip(void **state) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_separators),
-        cmocka_unit_test(test_key_without_value),
-        cmocka_unit_test(test_comments_and_blank_lines),
-        cmocka_unit_test(test_line_endings),
-        cmocka_unit_test(test_continuation),
-        cmocka_unit_test(test_escapes),
-        cmocka_unit_test(test_unicode_escapes),
-        cmocka_unit_test(test_malformed),
-        cmocka_unit_test(test_duplicates_and_order),
-        cmocka_unit_test(test_many_keys),
-        cmocka_unit_test(test_writer_exact),
-        cmocka_unit_test(test_writer_round_trip),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_separators),
+               cmocka_unit_test(test_key_without_value),
+               cmocka_unit_test(test_comments_and_blank_lines), cmocka_unit_test(test_line_endings),
+               cmocka_unit_test(test_continuation), cmocka_unit_test(test_escapes),
+               cmocka_unit_test(test_unicode_escapes), cmocka_unit_test(test_malformed),
+               cmocka_unit_test(test_duplicates_and_order), cmocka_unit_test(test_many_keys),
+               cmocka_unit_test(test_writer_exact), cmocka_unit_test(test_writer_round_trip))

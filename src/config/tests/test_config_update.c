@@ -307,16 +307,9 @@ static void test_persist_errors(void **state) {
     nsrv_config_free(&cfg);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_apply_and_persist),
-        cmocka_unit_test(test_noop_bodies),
-        cmocka_unit_test(test_blacklist),
-        cmocka_unit_test(test_invalid_applies_nothing),
-        cmocka_unit_test(test_log_level_runtime),
-        cmocka_unit_test(test_newline_injection),
-        cmocka_unit_test(test_persist_round_trip_extras),
-        cmocka_unit_test(test_persist_errors),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_apply_and_persist),
+               cmocka_unit_test(test_noop_bodies), cmocka_unit_test(test_blacklist),
+               cmocka_unit_test(test_invalid_applies_nothing),
+               cmocka_unit_test(test_log_level_runtime), cmocka_unit_test(test_newline_injection),
+               cmocka_unit_test(test_persist_round_trip_extras),
+               cmocka_unit_test(test_persist_errors))

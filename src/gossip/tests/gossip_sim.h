@@ -130,6 +130,14 @@ typedef struct gs_sim {
 
 /* ---- randomness (splitmix64: deterministic per seed) ---- */
 
+/* Group setup of the simulator tests: only errors in the log (the simulated nodes are
+ * chatty), libsodium ready. */
+static inline int gs_group_setup(void **state) {
+    (void)state;
+    nsrv_log_level = NSRV_LOG_ERROR;
+    return nsrv_seal_init() == 0 ? 0 : -1;
+}
+
 static inline uint64_t gs_rand(gs_sim_t *s) {
     uint64_t z = (s->rng += UINT64_C(0x9E3779B97F4A7C15));
     z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);

@@ -10,6 +10,7 @@
 
 #include "nsrv/gossip.h"
 #include "nsrv/seal.h"
+#include "testlib.h"
 
 static char key_tok[3][NSRV_SEAL_LINE_MAX];
 
@@ -95,11 +96,5 @@ static void test_bad_lists(void **state) {
     assert_int_equal(parse("2@127.0.0.2:9878", keys, &l, err), -EINVAL);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_good_lists),
-        cmocka_unit_test(test_rotation_keys),
-        cmocka_unit_test(test_bad_lists),
-    };
-    return cmocka_run_group_tests(tests, setup, NULL);
-}
+NSRV_TEST_MAIN(setup, NULL, cmocka_unit_test(test_good_lists), cmocka_unit_test(test_rotation_keys),
+               cmocka_unit_test(test_bad_lists))

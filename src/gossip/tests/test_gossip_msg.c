@@ -4,6 +4,7 @@
  * counts, order and trailing bytes, and hostile counts allocate nothing.
  */
 #include "gossip_test.h"
+#include "testlib.h"
 
 static nsrv_gossip_msg_t base_msg(uint8_t type) {
     nsrv_gossip_msg_t m;
@@ -438,11 +439,7 @@ static void test_bkey_and_reasons(void **state) {
     assert_string_equal(nsrv_gossip_reason_name(12345), "?");
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_every_type), cmocka_unit_test(test_encode_rejects_invalid),
-        cmocka_unit_test(test_decode_strict),        cmocka_unit_test(test_decode_header),
-        cmocka_unit_test(test_truncations),          cmocka_unit_test(test_bkey_and_reasons),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_roundtrip_every_type),
+               cmocka_unit_test(test_encode_rejects_invalid), cmocka_unit_test(test_decode_strict),
+               cmocka_unit_test(test_decode_header), cmocka_unit_test(test_truncations),
+               cmocka_unit_test(test_bkey_and_reasons))

@@ -17,6 +17,7 @@
  * much later than a real heartbeat a mapped report may land.
  */
 #include "gossip_sim.h"
+#include "testlib.h"
 
 #define A 1
 #define B 2
@@ -1026,30 +1027,23 @@ static void test_full_digest_repeats_the_newest_tombstone(void **state) {
     sim_del(s);
 }
 
-int main(void) {
-    nsrv_log_level = NSRV_LOG_ERROR;
-    assert_int_equal(nsrv_seal_init(), 0);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_replay_100s_later_changes_nothing),
-        cmocka_unit_test(test_duplicated_digest_is_idempotent),
-        cmocka_unit_test(test_returning_broker_is_announced_by_a_delta),
-        cmocka_unit_test(test_reordered_parts_and_deltas_same_result),
-        cmocka_unit_test(test_delayed_digest_cannot_extend_liveness),
-        cmocka_unit_test(test_held_back_datagrams_after_silence_cannot_extend_liveness),
-        cmocka_unit_test(test_older_incarnation_rejected_after_restart),
-        cmocka_unit_test(test_wrong_destination_rejected),
-        cmocka_unit_test(test_tombstone_versus_heartbeat),
-        cmocka_unit_test(test_pull_of_expired_broker_imports_nothing),
-        cmocka_unit_test(test_restart_with_empty_registry_converges),
-        cmocka_unit_test(test_query_data_version_after_pull_unchanged),
-        cmocka_unit_test(test_clock_offset_does_not_change_expiry),
-        cmocka_unit_test(test_peer_report_is_never_direct_nor_reannounced),
-        cmocka_unit_test(test_replay_to_restarted_node_cannot_stretch_liveness),
-        cmocka_unit_test(test_new_incarnation_first_datagram_delayed_cannot_stretch),
-        cmocka_unit_test(test_pull_never_downgrades_direct_registration),
-        cmocka_unit_test(test_pull_relays_peer_learned_brokers_with_their_age),
-        cmocka_unit_test(test_tombstone_for_broker_registered_since_last_digest),
-        cmocka_unit_test(test_full_digest_repeats_the_newest_tombstone),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_replay_100s_later_changes_nothing),
+               cmocka_unit_test(test_duplicated_digest_is_idempotent),
+               cmocka_unit_test(test_returning_broker_is_announced_by_a_delta),
+               cmocka_unit_test(test_reordered_parts_and_deltas_same_result),
+               cmocka_unit_test(test_delayed_digest_cannot_extend_liveness),
+               cmocka_unit_test(test_held_back_datagrams_after_silence_cannot_extend_liveness),
+               cmocka_unit_test(test_older_incarnation_rejected_after_restart),
+               cmocka_unit_test(test_wrong_destination_rejected),
+               cmocka_unit_test(test_tombstone_versus_heartbeat),
+               cmocka_unit_test(test_pull_of_expired_broker_imports_nothing),
+               cmocka_unit_test(test_restart_with_empty_registry_converges),
+               cmocka_unit_test(test_query_data_version_after_pull_unchanged),
+               cmocka_unit_test(test_clock_offset_does_not_change_expiry),
+               cmocka_unit_test(test_peer_report_is_never_direct_nor_reannounced),
+               cmocka_unit_test(test_replay_to_restarted_node_cannot_stretch_liveness),
+               cmocka_unit_test(test_new_incarnation_first_datagram_delayed_cannot_stretch),
+               cmocka_unit_test(test_pull_never_downgrades_direct_registration),
+               cmocka_unit_test(test_pull_relays_peer_learned_brokers_with_their_age),
+               cmocka_unit_test(test_tombstone_for_broker_registered_since_last_digest),
+               cmocka_unit_test(test_full_digest_repeats_the_newest_tombstone))

@@ -14,6 +14,7 @@
 
 #include "gossip_test.h"
 #include "nsrv/netaddr.h"
+#include "testlib.h"
 
 #define ME 2
 #define T0 1000000 /* local monotonic ms at the first packet */
@@ -878,29 +879,13 @@ static void test_incarnation_persistence(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        T(test_accept),
-        T(test_reject_cheap_checks),
-        T(test_reject_incarnation),
-        T(test_reject_replay),
-        T(test_reject_sig_and_decode),
-        T(test_forged_incarnation_changes_nothing),
-        T(test_reordered_inside_window),
-        T(test_new_incarnation_resets),
-        T(test_age_mapping_delay_and_replay),
-        T(test_age_mapping_after_silence),
-        T(test_replay_to_fresh_node_maps_early),
-        T(test_new_incarnation_needs_its_own_anchor),
-        T(test_anchor_for_next_incarnation),
-        T(test_anchor_drift_allowance),
-        T(test_anchor_tighter_replaces),
-        T(test_offset_tracks_minimum),
-        T(test_rotation_two_keys),
-        T(test_configure),
-        T(test_ipv6_and_mapped),
-        T(test_pull_request_path),
-        cmocka_unit_test(test_incarnation_persistence),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, T(test_accept), T(test_reject_cheap_checks), T(test_reject_incarnation),
+               T(test_reject_replay), T(test_reject_sig_and_decode),
+               T(test_forged_incarnation_changes_nothing), T(test_reordered_inside_window),
+               T(test_new_incarnation_resets), T(test_age_mapping_delay_and_replay),
+               T(test_age_mapping_after_silence), T(test_replay_to_fresh_node_maps_early),
+               T(test_new_incarnation_needs_its_own_anchor), T(test_anchor_for_next_incarnation),
+               T(test_anchor_drift_allowance), T(test_anchor_tighter_replaces),
+               T(test_offset_tracks_minimum), T(test_rotation_two_keys), T(test_configure),
+               T(test_ipv6_and_mapped), T(test_pull_request_path),
+               cmocka_unit_test(test_incarnation_persistence))

@@ -6,6 +6,7 @@
  * length.
  */
 #include "gossip_test.h"
+#include "testlib.h"
 
 static const uint8_t NONCE[16] = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6};
 /* The responder's clock as its end frame carries it. */
@@ -390,11 +391,7 @@ static void test_origin_signed(void **state) {
     nsrv_buf_deinit(&out);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_chunked),     cmocka_unit_test(test_signature_binding),
-        cmocka_unit_test(test_truncation_and_frames), cmocka_unit_test(test_bkey_must_match),
-        cmocka_unit_test(test_encoder_limits),        cmocka_unit_test(test_origin_signed),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_roundtrip_chunked),
+               cmocka_unit_test(test_signature_binding),
+               cmocka_unit_test(test_truncation_and_frames), cmocka_unit_test(test_bkey_must_match),
+               cmocka_unit_test(test_encoder_limits), cmocka_unit_test(test_origin_signed))

@@ -41,6 +41,7 @@
  * first datagram a node accepts from a peer must not set its clock.
  */
 #include "gossip_sim.h"
+#include "testlib.h"
 
 #define SEEDS 200
 #define STEPS 2000
@@ -462,11 +463,4 @@ static void test_safety_random_schedules(void **state) {
     assert_true(tot.holds > 0);
 }
 
-int main(void) {
-    nsrv_log_level = NSRV_LOG_ERROR;
-    assert_int_equal(nsrv_seal_init(), 0);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_safety_random_schedules),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_safety_random_schedules))

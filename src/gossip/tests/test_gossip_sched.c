@@ -8,6 +8,7 @@
  * never repeated, a lost pull never abandoned) fails here.
  */
 #include "gossip_sim.h"
+#include "testlib.h"
 
 #define A 1
 #define B 2
@@ -271,19 +272,12 @@ static void test_refused_peer_degrades_health(void **state) {
     sim_del(s);
 }
 
-int main(void) {
-    nsrv_log_level = NSRV_LOG_ERROR;
-    assert_int_equal(nsrv_seal_init(), 0);
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_delta_then_pull_spreads_a_new_broker),
-        cmocka_unit_test(test_failed_pull_backs_off),
-        cmocka_unit_test(test_anchor_is_refreshed),
-        cmocka_unit_test(test_sync_repeats_until_answered),
-        cmocka_unit_test(test_lost_pull_is_abandoned_at_the_deadline),
-        cmocka_unit_test(test_loss_30pct_new_broker_p99_under_1s),
-        cmocka_unit_test(test_loss_30pct_restarted_node_complete_under_500ms),
-        cmocka_unit_test(test_wall_clock_skew_changes_nothing),
-        cmocka_unit_test(test_refused_peer_degrades_health),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_spreads_a_new_broker),
+               cmocka_unit_test(test_failed_pull_backs_off),
+               cmocka_unit_test(test_anchor_is_refreshed),
+               cmocka_unit_test(test_sync_repeats_until_answered),
+               cmocka_unit_test(test_lost_pull_is_abandoned_at_the_deadline),
+               cmocka_unit_test(test_loss_30pct_new_broker_p99_under_1s),
+               cmocka_unit_test(test_loss_30pct_restarted_node_complete_under_500ms),
+               cmocka_unit_test(test_wall_clock_skew_changes_nothing),
+               cmocka_unit_test(test_refused_peer_degrades_health))

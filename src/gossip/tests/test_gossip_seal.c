@@ -203,12 +203,6 @@ static void test_key_files(void **state) {
     nsrv_free(text);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sign_verify),
-        cmocka_unit_test(test_hash_known_answers),
-        cmocka_unit_test(test_b64_and_tokens),
-        cmocka_unit_test(test_key_files),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_sign_verify),
+               cmocka_unit_test(test_hash_known_answers), cmocka_unit_test(test_b64_and_tokens),
+               cmocka_unit_test(test_key_files))

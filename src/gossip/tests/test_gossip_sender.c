@@ -5,6 +5,7 @@
  * must cover the key space contiguously with exactly the input entries.
  */
 #include "gossip_test.h"
+#include "testlib.h"
 
 static uint64_t rng_state = 88172645463325252ull;
 static uint64_t rnd(void) {
@@ -312,16 +313,9 @@ static void test_pull_req_framing(void **state) {
     nsrv_gossip_sender_deinit(&s);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_full_1000_at_1200),
-        cmocka_unit_test(test_full_other_budgets),
-        cmocka_unit_test(test_full_budget_sweep),
-        cmocka_unit_test(test_envelope_from_sender),
-        cmocka_unit_test(test_delta_and_tombs_split),
-        cmocka_unit_test(test_invalid_input_sends_nothing),
-        cmocka_unit_test(test_emit_error),
-        cmocka_unit_test(test_pull_req_framing),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_full_1000_at_1200),
+               cmocka_unit_test(test_full_other_budgets), cmocka_unit_test(test_full_budget_sweep),
+               cmocka_unit_test(test_envelope_from_sender),
+               cmocka_unit_test(test_delta_and_tombs_split),
+               cmocka_unit_test(test_invalid_input_sends_nothing),
+               cmocka_unit_test(test_emit_error), cmocka_unit_test(test_pull_req_framing))

@@ -5,6 +5,7 @@
  * receive pipeline. The vectors come from an independent Python encoder.
  */
 #include "gossip_test.h"
+#include "testlib.h"
 
 static const uint64_t K_A0 = UINT64_C(0xf982bc60226fe098); /* broker-a id 0 */
 static const uint64_t K_A1 = UINT64_C(0x66e8307966ae5b8e); /* broker-a id 1 */
@@ -285,15 +286,7 @@ static void test_vectors_pass_pipeline(void **state) {
     nsrv_gossip_peers_destroy(&t);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_keys_match_file),
-        cmocka_unit_test(test_bkey_file),
-        cmocka_unit_test(test_digest_full),
-        cmocka_unit_test(test_delta_sync_tomb),
-        cmocka_unit_test(test_pull_req),
-        cmocka_unit_test(test_pull_resp),
-        cmocka_unit_test(test_vectors_pass_pipeline),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_keys_match_file), cmocka_unit_test(test_bkey_file),
+               cmocka_unit_test(test_digest_full), cmocka_unit_test(test_delta_sync_tomb),
+               cmocka_unit_test(test_pull_req), cmocka_unit_test(test_pull_resp),
+               cmocka_unit_test(test_vectors_pass_pipeline))

@@ -18,6 +18,7 @@
 #include "nsrv/kv.h"
 
 #include "../kv_int.h"
+#include "testlib.h"
 
 static nsrv_kv_t *kv_new(void) {
     return nsrv_kv_create(NULL);
@@ -345,21 +346,11 @@ static void test_encode_reload_roundtrip(void **state) {
     nsrv_kv_destroy(&kv2);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_put_get_delete),
-        cmocka_unit_test(test_null_arguments),
-        cmocka_unit_test(test_null_value),
-        cmocka_unit_test(test_file_encoding_exact),
-        cmocka_unit_test(test_escaping),
-        cmocka_unit_test(test_encode_namespace),
-        cmocka_unit_test(test_generation),
-        cmocka_unit_test(test_load_java_file),
-        cmocka_unit_test(test_load_lenient),
-        cmocka_unit_test(test_load_merge_and_duplicates),
-        cmocka_unit_test(test_load_embedded_nul),
-        cmocka_unit_test(test_load_rejects),
-        cmocka_unit_test(test_encode_reload_roundtrip),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_put_get_delete),
+               cmocka_unit_test(test_null_arguments), cmocka_unit_test(test_null_value),
+               cmocka_unit_test(test_file_encoding_exact), cmocka_unit_test(test_escaping),
+               cmocka_unit_test(test_encode_namespace), cmocka_unit_test(test_generation),
+               cmocka_unit_test(test_load_java_file), cmocka_unit_test(test_load_lenient),
+               cmocka_unit_test(test_load_merge_and_duplicates),
+               cmocka_unit_test(test_load_embedded_nul), cmocka_unit_test(test_load_rejects),
+               cmocka_unit_test(test_encode_reload_roundtrip))

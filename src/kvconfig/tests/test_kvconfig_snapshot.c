@@ -19,6 +19,7 @@
 
 #include "nsrv/buf.h"
 #include "nsrv/kv.h"
+#include "testlib.h"
 
 static char *encode(const nsrv_kv_t *kv) {
     nsrv_buf_t b = NSRV_BUF_INIT;
@@ -71,10 +72,5 @@ static void test_deferred_table_never_writes_its_file(void **state) {
     rmdir(dir);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clone_is_a_frozen_copy),
-        cmocka_unit_test(test_deferred_table_never_writes_its_file),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_clone_is_a_frozen_copy),
+               cmocka_unit_test(test_deferred_table_never_writes_its_file))

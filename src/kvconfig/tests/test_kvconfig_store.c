@@ -324,21 +324,12 @@ static void test_load_too_big(void **state) {
     nsrv_kv_destroy(&kv);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_put_writes_file_and_bak, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_delete_missing_key_still_writes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_null_value_persisted, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_java_written_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_missing_is_empty, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_corrupt_uses_bak, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_empty_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_corrupt_both_fails, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_unreadable, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_crash_between_write_and_rename, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_crash_on_delete, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_persist_failure, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_load_too_big, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(
+    NULL, NULL, NSRV_FIXTURE_TEST(test_put_writes_file_and_bak),
+    NSRV_FIXTURE_TEST(test_delete_missing_key_still_writes),
+    NSRV_FIXTURE_TEST(test_null_value_persisted), NSRV_FIXTURE_TEST(test_load_java_written_file),
+    NSRV_FIXTURE_TEST(test_load_missing_is_empty), NSRV_FIXTURE_TEST(test_load_corrupt_uses_bak),
+    NSRV_FIXTURE_TEST(test_load_empty_file), NSRV_FIXTURE_TEST(test_load_corrupt_both_fails),
+    NSRV_FIXTURE_TEST(test_load_unreadable), NSRV_FIXTURE_TEST(test_crash_between_write_and_rename),
+    NSRV_FIXTURE_TEST(test_crash_on_delete), NSRV_FIXTURE_TEST(test_persist_failure),
+    NSRV_FIXTURE_TEST(test_load_too_big))

@@ -309,21 +309,11 @@ static void test_idle_writer_keeps_no_loop_alive(void **state) {
     assert_int_equal(uv_run(&f->loop, UV_RUN_DEFAULT), 0);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_burst_during_a_write_is_one_more_write, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_requests_in_one_loop_turn_share_a_write, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_no_callback_before_the_data_is_on_disk, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_failure_reaches_every_request_of_the_write, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_unwritable_path_reports_errno, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_order_across_files_and_writes, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_request_without_callback_is_still_written, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_idle_writer_keeps_no_loop_alive, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_burst_during_a_write_is_one_more_write),
+               NSRV_FIXTURE_TEST(test_requests_in_one_loop_turn_share_a_write),
+               NSRV_FIXTURE_TEST(test_no_callback_before_the_data_is_on_disk),
+               NSRV_FIXTURE_TEST(test_failure_reaches_every_request_of_the_write),
+               NSRV_FIXTURE_TEST(test_unwritable_path_reports_errno),
+               NSRV_FIXTURE_TEST(test_order_across_files_and_writes),
+               NSRV_FIXTURE_TEST(test_request_without_callback_is_still_written),
+               NSRV_FIXTURE_TEST(test_idle_writer_keeps_no_loop_alive))

@@ -15,6 +15,7 @@
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "proc_int.h"
+#include "testlib.h"
 
 static const int32_t SERVED[] = {
 #define X(code, name) NSRV_REQ_##name,
@@ -68,11 +69,6 @@ static void test_unknown_code_is_not_supported(void **state) {
     nsrv_arena_deinit(&arena);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_code_has_a_handler),
-        cmocka_unit_test(test_only_table_codes_have_handlers),
-        cmocka_unit_test(test_unknown_code_is_not_supported),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_every_code_has_a_handler),
+               cmocka_unit_test(test_only_table_codes_have_handlers),
+               cmocka_unit_test(test_unknown_code_is_not_supported))

@@ -19,6 +19,7 @@
 
 #include "nsrv/common.h"
 #include "nsrv/register_body.h"
+#include "testlib.h"
 
 static nsrv_arena_t arena;
 
@@ -963,26 +964,16 @@ static void test_large_bodies(void **state) {
     nsrv_buf_deinit(&z);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_crc32_masked, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_sample_5x, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_sample_49x, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_defaults_and_names, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_bare_wrapper_v36, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_empty_body, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_encoder_matches_sample, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_encoders_round_trip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_compressed_observed_479, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_compressed_observed_407, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_compressed_text_form_edges, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_compressed_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_zlib_bomb_capped, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_json_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_data_version_decode, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_queue_datas_decode, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_large_bodies, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_registration_limits, setup, teardown),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_crc32_masked),
+               NSRV_FIXTURE_TEST(test_json_sample_5x), NSRV_FIXTURE_TEST(test_json_sample_49x),
+               NSRV_FIXTURE_TEST(test_json_defaults_and_names),
+               NSRV_FIXTURE_TEST(test_json_bare_wrapper_v36), NSRV_FIXTURE_TEST(test_empty_body),
+               NSRV_FIXTURE_TEST(test_json_encoder_matches_sample),
+               NSRV_FIXTURE_TEST(test_encoders_round_trip),
+               NSRV_FIXTURE_TEST(test_compressed_observed_479),
+               NSRV_FIXTURE_TEST(test_compressed_observed_407),
+               NSRV_FIXTURE_TEST(test_compressed_text_form_edges),
+               NSRV_FIXTURE_TEST(test_compressed_errors), NSRV_FIXTURE_TEST(test_zlib_bomb_capped),
+               NSRV_FIXTURE_TEST(test_json_errors), NSRV_FIXTURE_TEST(test_data_version_decode),
+               NSRV_FIXTURE_TEST(test_queue_datas_decode), NSRV_FIXTURE_TEST(test_large_bodies),
+               NSRV_FIXTURE_TEST(test_registration_limits))

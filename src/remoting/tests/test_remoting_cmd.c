@@ -15,6 +15,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/remoting.h"
+#include "testlib.h"
 
 static nsrv_arena_t arena;
 static nsrv_buf_t frame_buf;
@@ -770,25 +771,15 @@ static void test_init_response(void **state) {
     assert_null(r.body);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_defaults),
-        cmocka_unit_test(test_json_any_order_unknown_keys),
-        cmocka_unit_test(test_json_language),
-        cmocka_unit_test(test_json_int_fields_lenient),
-        cmocka_unit_test(test_json_remark),
-        cmocka_unit_test(test_json_ext_values),
-        cmocka_unit_test(test_json_bad_headers),
-        cmocka_unit_test(test_frame_errors),
-        cmocka_unit_test(test_bin_fields),
-        cmocka_unit_test(test_strings_valid_utf8_and_nul_found),
-        cmocka_unit_test(test_bin_bad_headers),
-        cmocka_unit_test(test_roundtrip_many_ext),
-        cmocka_unit_test(test_roundtrip_small_cases),
-        cmocka_unit_test(test_encode_json_form),
-        cmocka_unit_test(test_encode_head_then_body),
-        cmocka_unit_test(test_encode_too_big),
-        cmocka_unit_test(test_init_response),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_json_defaults),
+               cmocka_unit_test(test_json_any_order_unknown_keys),
+               cmocka_unit_test(test_json_language), cmocka_unit_test(test_json_int_fields_lenient),
+               cmocka_unit_test(test_json_remark), cmocka_unit_test(test_json_ext_values),
+               cmocka_unit_test(test_json_bad_headers), cmocka_unit_test(test_frame_errors),
+               cmocka_unit_test(test_bin_fields),
+               cmocka_unit_test(test_strings_valid_utf8_and_nul_found),
+               cmocka_unit_test(test_bin_bad_headers), cmocka_unit_test(test_roundtrip_many_ext),
+               cmocka_unit_test(test_roundtrip_small_cases),
+               cmocka_unit_test(test_encode_json_form),
+               cmocka_unit_test(test_encode_head_then_body), cmocka_unit_test(test_encode_too_big),
+               cmocka_unit_test(test_init_response))

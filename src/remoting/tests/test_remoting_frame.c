@@ -15,6 +15,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/remoting.h"
+#include "testlib.h"
 
 static void put_be32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24);
@@ -219,15 +220,8 @@ static void test_stream_all_at_once(void **state) {
     nsrv_buf_deinit(&s.stream);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_partial_prefix),
-        cmocka_unit_test(test_bad_lengths),
-        cmocka_unit_test(test_cap_small),
-        cmocka_unit_test(test_cap_default),
-        cmocka_unit_test(test_stream_byte_at_a_time),
-        cmocka_unit_test(test_stream_random_splits),
-        cmocka_unit_test(test_stream_all_at_once),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_partial_prefix),
+               cmocka_unit_test(test_bad_lengths), cmocka_unit_test(test_cap_small),
+               cmocka_unit_test(test_cap_default), cmocka_unit_test(test_stream_byte_at_a_time),
+               cmocka_unit_test(test_stream_random_splits),
+               cmocka_unit_test(test_stream_all_at_once))

@@ -15,6 +15,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/remoting.h"
+#include "testlib.h"
 
 #ifndef NSRV_REMOTING_VECTORS
 #error "NSRV_REMOTING_VECTORS must name proto/vectors/remoting"
@@ -280,15 +281,10 @@ static void test_binary_success_response(void **state) {
     nsrv_free(v.data);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_binary_example),
-        cmocka_unit_test(test_spec_json_request),
-        cmocka_unit_test(test_json_topic_not_exist_response),
-        cmocka_unit_test(test_json_kv_not_found_response),
-        cmocka_unit_test(test_json_query_data_version_response),
-        cmocka_unit_test(test_binary_register_oneway),
-        cmocka_unit_test(test_binary_success_response),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_spec_binary_example),
+               cmocka_unit_test(test_spec_json_request),
+               cmocka_unit_test(test_json_topic_not_exist_response),
+               cmocka_unit_test(test_json_kv_not_found_response),
+               cmocka_unit_test(test_json_query_data_version_response),
+               cmocka_unit_test(test_binary_register_oneway),
+               cmocka_unit_test(test_binary_success_response))

@@ -6,6 +6,7 @@
  * (proto/requests.md §2.20).
  */
 #include "route_test.h"
+#include "testlib.h"
 
 #define T0 1000
 
@@ -204,11 +205,7 @@ static void test_member_group(void **state) {
     nsrv_route_destroy(&rt);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wipe_and_add_write_perm), cmocka_unit_test(test_delete_topic),
-        cmocka_unit_test(test_register_topic),          cmocka_unit_test(test_topic_lists),
-        cmocka_unit_test(test_system_topic_list),       cmocka_unit_test(test_member_group),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_wipe_and_add_write_perm),
+               cmocka_unit_test(test_delete_topic), cmocka_unit_test(test_register_topic),
+               cmocka_unit_test(test_topic_lists), cmocka_unit_test(test_system_topic_list),
+               cmocka_unit_test(test_member_group))

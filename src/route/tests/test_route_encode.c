@@ -5,6 +5,7 @@
  * (proto/route.md §6), orderTopicConf, and the per-topic body cache and its invalidation.
  */
 #include "route_test.h"
+#include "testlib.h"
 
 #define C "DefaultCluster"
 #define MA "192.168.0.1:10911"
@@ -443,19 +444,12 @@ static void test_opts_change_invalidates(void **state) {
     nsrv_route_destroy(&rt);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec_sample_default),
-        cmocka_unit_test(test_spec_sample_standard),
-        cmocka_unit_test(test_spec_sample_all_optional),
-        cmocka_unit_test(test_cluster_info_sample),
-        cmocka_unit_test(test_ordering_and_escaping),
-        cmocka_unit_test(test_big_epoch_quoted_in_standard),
-        cmocka_unit_test(test_zone_filter),
-        cmocka_unit_test(test_acting_master_rewrite),
-        cmocka_unit_test(test_order_topic_conf),
-        cmocka_unit_test(test_route_cache),
-        cmocka_unit_test(test_opts_change_invalidates),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_spec_sample_default),
+               cmocka_unit_test(test_spec_sample_standard),
+               cmocka_unit_test(test_spec_sample_all_optional),
+               cmocka_unit_test(test_cluster_info_sample),
+               cmocka_unit_test(test_ordering_and_escaping),
+               cmocka_unit_test(test_big_epoch_quoted_in_standard),
+               cmocka_unit_test(test_zone_filter), cmocka_unit_test(test_acting_master_rewrite),
+               cmocka_unit_test(test_order_topic_conf), cmocka_unit_test(test_route_cache),
+               cmocka_unit_test(test_opts_change_invalidates))

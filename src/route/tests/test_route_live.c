@@ -5,6 +5,7 @@
  * connection-close callback.
  */
 #include "route_test.h"
+#include "testlib.h"
 
 #define C "DefaultCluster"
 #define MA "10.0.0.1:10911"
@@ -266,17 +267,12 @@ static void test_close_callback_reentrant(void **state) {
     nsrv_route_destroy(&rt);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_expiry_boundary),
-        cmocka_unit_test(test_per_broker_timeout),
-        cmocka_unit_test(test_read_time_filtering),
-        cmocka_unit_test(test_read_time_check_is_cheap),
-        cmocka_unit_test(test_shorter_timeout_on_reregister),
-        cmocka_unit_test(test_query_data_version),
-        cmocka_unit_test(test_broker_heartbeat_refresh),
-        cmocka_unit_test(test_register_refreshes_own_expired_entry),
-        cmocka_unit_test(test_close_callback_reentrant),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_expiry_boundary),
+               cmocka_unit_test(test_per_broker_timeout),
+               cmocka_unit_test(test_read_time_filtering),
+               cmocka_unit_test(test_read_time_check_is_cheap),
+               cmocka_unit_test(test_shorter_timeout_on_reregister),
+               cmocka_unit_test(test_query_data_version),
+               cmocka_unit_test(test_broker_heartbeat_refresh),
+               cmocka_unit_test(test_register_refreshes_own_expired_entry),
+               cmocka_unit_test(test_close_callback_reentrant))

@@ -6,6 +6,7 @@
  * rebind connections and never resurrect an expired broker.
  */
 #include "route_test.h"
+#include "testlib.h"
 
 #define T0 1000000u
 #define TIMEOUT 120000u
@@ -237,18 +238,13 @@ static void test_export_import_round_trip(void **state) {
     nsrv_route_destroy(&b);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_foreach_lists_direct_entries),
-        cmocka_unit_test(test_import_serves_routes_and_expires_by_peer_time),
-        cmocka_unit_test(test_import_cannot_resurrect),
-        cmocka_unit_test(test_peer_seen_is_a_max_merge),
-        cmocka_unit_test(test_peer_seen_cannot_claim_the_future),
-        cmocka_unit_test(test_peer_seen_versions),
-        cmocka_unit_test(test_import_keeps_direct_binding),
-        cmocka_unit_test(test_query_after_import_unchanged),
-        cmocka_unit_test(test_tombstone_versus_later_heartbeat),
-        cmocka_unit_test(test_export_import_round_trip),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_foreach_lists_direct_entries),
+               cmocka_unit_test(test_import_serves_routes_and_expires_by_peer_time),
+               cmocka_unit_test(test_import_cannot_resurrect),
+               cmocka_unit_test(test_peer_seen_is_a_max_merge),
+               cmocka_unit_test(test_peer_seen_cannot_claim_the_future),
+               cmocka_unit_test(test_peer_seen_versions),
+               cmocka_unit_test(test_import_keeps_direct_binding),
+               cmocka_unit_test(test_query_after_import_unchanged),
+               cmocka_unit_test(test_tombstone_versus_later_heartbeat),
+               cmocka_unit_test(test_export_import_round_trip))

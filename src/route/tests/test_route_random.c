@@ -14,6 +14,7 @@
 #include "nsrv/arena.h"
 #include "nsrv/json.h"
 #include "nsrv/log.h"
+#include "testlib.h"
 
 #define SEEDS 150
 #define OPS 1500
@@ -215,10 +216,11 @@ static void test_random_sequences(void **state) {
     nsrv_arena_deinit(&arena);
 }
 
-int main(void) {
-    nsrv_log_level = NSRV_LOG_ERROR; /* thousands of expected notices otherwise */
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_random_sequences),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+/* Thousands of expected notices otherwise. */
+static int quiet_log(void **state) {
+    (void)state;
+    nsrv_log_level = NSRV_LOG_ERROR;
+    return 0;
 }
+
+NSRV_TEST_MAIN(quiet_log, NULL, cmocka_unit_test(test_random_sequences))

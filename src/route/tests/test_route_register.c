@@ -4,6 +4,7 @@
  * 4.9.x brokers included. Time is injected.
  */
 #include "route_test.h"
+#include "testlib.h"
 
 #define C "DefaultCluster"
 #define MA "10.0.0.1:10911"
@@ -496,24 +497,19 @@ static void test_missing_identity_is_noop(void **state) {
     nsrv_route_destroy(NULL);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_master_register_creates_entries),
-        cmocka_unit_test(test_slave_does_not_touch_queue_data),
-        cmocka_unit_test(test_prime_slave_writes_queue_data),
-        cmocka_unit_test(test_prime_slave_acting_master_clears_write),
-        cmocka_unit_test(test_old_slave_alone_no_queue_data),
-        cmocka_unit_test(test_old_broker_registration),
-        cmocka_unit_test(test_slave_gets_master_ha_only_when_master_live),
-        cmocka_unit_test(test_topic_config_only_on_version_change),
-        cmocka_unit_test(test_address_changing_id_drops_stale_id),
-        cmocka_unit_test(test_state_version_conflict),
-        cmocka_unit_test(test_single_topic_guard),
-        cmocka_unit_test(test_delete_topic_with_broker_registration),
-        cmocka_unit_test(test_mapping_info_stored_on_version_change),
-        cmocka_unit_test(test_zone_overwritten_by_each_registration),
-        cmocka_unit_test(test_filter_servers),
-        cmocka_unit_test(test_missing_identity_is_noop),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_master_register_creates_entries),
+               cmocka_unit_test(test_slave_does_not_touch_queue_data),
+               cmocka_unit_test(test_prime_slave_writes_queue_data),
+               cmocka_unit_test(test_prime_slave_acting_master_clears_write),
+               cmocka_unit_test(test_old_slave_alone_no_queue_data),
+               cmocka_unit_test(test_old_broker_registration),
+               cmocka_unit_test(test_slave_gets_master_ha_only_when_master_live),
+               cmocka_unit_test(test_topic_config_only_on_version_change),
+               cmocka_unit_test(test_address_changing_id_drops_stale_id),
+               cmocka_unit_test(test_state_version_conflict),
+               cmocka_unit_test(test_single_topic_guard),
+               cmocka_unit_test(test_delete_topic_with_broker_registration),
+               cmocka_unit_test(test_mapping_info_stored_on_version_change),
+               cmocka_unit_test(test_zone_overwritten_by_each_registration),
+               cmocka_unit_test(test_filter_servers),
+               cmocka_unit_test(test_missing_identity_is_noop))

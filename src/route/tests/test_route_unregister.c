@@ -4,6 +4,7 @@
  * stale-unregister race of apache/rocketmq#11043.
  */
 #include "route_test.h"
+#include "testlib.h"
 
 #define C "DefaultCluster"
 #define MA "10.0.0.1:10911"
@@ -197,14 +198,9 @@ static void test_expiry_rechecks_deadline(void **state) {
     nsrv_route_destroy(&rt);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_unregister_by_address),
-        cmocka_unit_test(test_topic_lifetime_follows_group),
-        cmocka_unit_test(test_acting_master_write_clear_on_unregister),
-        cmocka_unit_test(test_conn_close_removes_its_brokers),
-        cmocka_unit_test(test_stale_close_after_reregister_keeps_broker),
-        cmocka_unit_test(test_expiry_rechecks_deadline),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_unregister_by_address),
+               cmocka_unit_test(test_topic_lifetime_follows_group),
+               cmocka_unit_test(test_acting_master_write_clear_on_unregister),
+               cmocka_unit_test(test_conn_close_removes_its_brokers),
+               cmocka_unit_test(test_stale_close_after_reregister_keeps_broker),
+               cmocka_unit_test(test_expiry_rechecks_deadline))

@@ -10,6 +10,7 @@
 
 #include "nsrv/common.h"
 #include "nsrv/http.h"
+#include "testlib.h"
 
 static int parse(const char *s, nsrv_http_req_t *r) {
     return nsrv_http_parse_request(s, strlen(s), r);
@@ -55,11 +56,5 @@ static void test_malformed(void **state) {
     }
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid),
-        cmocka_unit_test(test_incomplete_and_too_big),
-        cmocka_unit_test(test_malformed),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_valid),
+               cmocka_unit_test(test_incomplete_and_too_big), cmocka_unit_test(test_malformed))

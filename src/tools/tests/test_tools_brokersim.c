@@ -21,6 +21,7 @@
 #include "nsrv/register_body.h"
 #include "nsrv/remoting.h"
 #include "bsim_int.h"
+#include "testlib.h"
 
 /* ---- options ---------------------------------------------------------------- */
 
@@ -593,17 +594,8 @@ static void test_stats_json(void **state) {
     nsrv_buf_deinit(&out);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_opts_defaults),
-        cmocka_unit_test(test_opts_all),
-        cmocka_unit_test(test_opts_errors),
-        cmocka_unit_test(test_names_and_addresses),
-        cmocka_unit_test(test_topics),
-        cmocka_unit_test(test_cmd_parse),
-        cmocka_unit_test(test_rx),
-        cmocka_unit_test(test_hist),
-        cmocka_unit_test(test_stats_json),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_opts_defaults), cmocka_unit_test(test_opts_all),
+               cmocka_unit_test(test_opts_errors), cmocka_unit_test(test_names_and_addresses),
+               cmocka_unit_test(test_topics), cmocka_unit_test(test_cmd_parse),
+               cmocka_unit_test(test_rx), cmocka_unit_test(test_hist),
+               cmocka_unit_test(test_stats_json))
