@@ -383,25 +383,20 @@ int nsrv_props_parse(const char *text, size_t len, nsrv_props_t *out, char *err,
 
 /* ---- writer --------------------------------------------------------------- */
 
+/* Characters Properties.store writes as a backslash and a letter, and those letters. */
+static const char BACKSLASH_CHARS[] = "\\\t\n\r\f";
+static const char BACKSLASH_LETTERS[] = "\\tnrf";
+
 static void escape_into(nsrv_buf_t *out, const char *s, bool is_key) {
     for (size_t i = 0; s[i]; i++) {
         unsigned char c = (unsigned char)s[i];
+        const char *b = strchr(BACKSLASH_CHARS, c); /* c is not NUL here */
+        if (b) {
+            nsrv_buf_append_ch(out, '\\');
+            nsrv_buf_append_ch(out, BACKSLASH_LETTERS[b - BACKSLASH_CHARS]);
+            continue;
+        }
         switch (c) {
-        case '\\':
-            nsrv_buf_append(out, "\\\\", 2);
-            break;
-        case '\t':
-            nsrv_buf_append(out, "\\t", 2);
-            break;
-        case '\n':
-            nsrv_buf_append(out, "\\n", 2);
-            break;
-        case '\r':
-            nsrv_buf_append(out, "\\r", 2);
-            break;
-        case '\f':
-            nsrv_buf_append(out, "\\f", 2);
-            break;
         case ' ':
             /* The reader skips blanks before a value and ends a key at one. */
             if (is_key || i == 0)

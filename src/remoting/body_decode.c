@@ -10,6 +10,7 @@
 #include "nsrv/register_body.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,6 +64,24 @@ int nsrv__body_check_topics(nsrv_body_dctx_t *d, size_t n) {
 bool nsrv__body_key_is(const nsrv_json_t *member, const char *key) {
     size_t n = strlen(key);
     return member->key_len == n && memcmp(member->key, key, n) == 0;
+}
+
+int nsrv__body_read_fields(nsrv_body_dctx_t *d, const nsrv_json_t *o,
+                           const nsrv_body_field_t *fields, size_t n, void *out) {
+    for (const nsrv_json_t *m = o->child; m; m = m->next) {
+        const nsrv_body_field_t *f = fields;
+        while (f < fields + n && !nsrv__body_key_is(m, f->key))
+            f++;
+        if (f == fields + n)
+            continue;
+        char *at = (char *)out + f->offset;
+        int rc = f->kind == NSRV_BODY_STR   ? nsrv__body_get_str(d, m, f->what, (const char **)at)
+                 : f->kind == NSRV_BODY_I32 ? nsrv__body_get_i32(d, m, f->what, (int32_t *)at)
+                                            : nsrv__body_get_i64(d, m, f->what, (int64_t *)at);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 bool nsrv__body_is_null(const nsrv_json_t *v) {
@@ -134,20 +153,18 @@ int nsrv__body_data_version_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
                                       nsrv_data_version_t *out) {
     if (o->type != NSRV_JSON_OBJECT)
         return nsrv__body_fail(d, "dataVersion is not an object");
+    static const nsrv_body_field_t fields[] = {
+        {"counter", "dataVersion.counter", NSRV_BODY_I64, offsetof(nsrv_data_version_t, counter)},
+        {"timestamp", "dataVersion.timestamp", NSRV_BODY_I64,
+         offsetof(nsrv_data_version_t, timestamp)},
+        {"stateVersion", "dataVersion.stateVersion", NSRV_BODY_I64,
+         offsetof(nsrv_data_version_t, state_version)},
+    };
     nsrv_data_version_t dv = {0, 0, 0};
-    for (const nsrv_json_t *m = o->child; m; m = m->next) {
-        int rc = 0;
-        if (nsrv__body_key_is(m, "counter"))
-            rc = nsrv__body_get_i64(d, m, "dataVersion.counter", &dv.counter);
-        else if (nsrv__body_key_is(m, "timestamp"))
-            rc = nsrv__body_get_i64(d, m, "dataVersion.timestamp", &dv.timestamp);
-        else if (nsrv__body_key_is(m, "stateVersion"))
-            rc = nsrv__body_get_i64(d, m, "dataVersion.stateVersion", &dv.state_version);
-        if (rc)
-            return rc;
-    }
-    *out = dv;
-    return 0;
+    int rc = nsrv__body_read_fields(d, o, fields, NSRV_ARRAY_LEN(fields), &dv);
+    if (rc == 0)
+        *out = dv;
+    return rc;
 }
 
 uint32_t nsrv_body_crc32(const void *data, size_t len) {
@@ -221,24 +238,21 @@ int nsrv_data_version_decode(const uint8_t *body, size_t len, nsrv_arena_t *aren
 }
 
 static int queue_data_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o, nsrv_queue_data_t *out) {
+#define QD(key, kind, field)                                                                       \
+    { key, key, kind, offsetof(nsrv_queue_data_t, field) }
+    static const nsrv_body_field_t fields[] = {
+        QD("brokerName", NSRV_BODY_STR, broker_name),
+        QD("readQueueNums", NSRV_BODY_I32, read_queue_nums),
+        QD("writeQueueNums", NSRV_BODY_I32, write_queue_nums),
+        QD("perm", NSRV_BODY_I32, perm),
+        QD("topicSysFlag", NSRV_BODY_I32, topic_sys_flag),
+    };
+#undef QD
     nsrv_queue_data_t q = {NULL, 0, 0, 0, 0};
-    for (const nsrv_json_t *m = o->child; m; m = m->next) {
-        int rc = 0;
-        if (nsrv__body_key_is(m, "brokerName"))
-            rc = nsrv__body_get_str(d, m, "brokerName", &q.broker_name);
-        else if (nsrv__body_key_is(m, "readQueueNums"))
-            rc = nsrv__body_get_i32(d, m, "readQueueNums", &q.read_queue_nums);
-        else if (nsrv__body_key_is(m, "writeQueueNums"))
-            rc = nsrv__body_get_i32(d, m, "writeQueueNums", &q.write_queue_nums);
-        else if (nsrv__body_key_is(m, "perm"))
-            rc = nsrv__body_get_i32(d, m, "perm", &q.perm);
-        else if (nsrv__body_key_is(m, "topicSysFlag"))
-            rc = nsrv__body_get_i32(d, m, "topicSysFlag", &q.topic_sys_flag);
-        if (rc)
-            return rc;
-    }
-    *out = q;
-    return 0;
+    int rc = nsrv__body_read_fields(d, o, fields, NSRV_ARRAY_LEN(fields), &q);
+    if (rc == 0)
+        *out = q;
+    return rc;
 }
 
 int nsrv_topic_route_queue_datas_decode(const uint8_t *body, size_t len, nsrv_arena_t *arena,

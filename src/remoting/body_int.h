@@ -48,6 +48,18 @@ int nsrv__body_get_i64(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *wh
 int nsrv__body_get_i32(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what, int32_t *out);
 int nsrv__body_get_str(nsrv_body_dctx_t *d, const nsrv_json_t *v, const char *what,
                        const char **out);
+/* One scalar member of a JSON object and where it lands in a C struct. */
+typedef enum { NSRV_BODY_STR, NSRV_BODY_I32, NSRV_BODY_I64 } nsrv_body_kind_t;
+typedef struct {
+    const char *key;  /* the member's name */
+    const char *what; /* its name in error messages */
+    nsrv_body_kind_t kind;
+    size_t offset; /* offsetof the const char * / int32_t / int64_t field */
+} nsrv_body_field_t;
+/* Reads the members of object o named in fields[0..n) into the struct at out, with the casts
+ * of nsrv__body_get_*; other members are ignored; a repeated member's last value counts. */
+int nsrv__body_read_fields(nsrv_body_dctx_t *d, const nsrv_json_t *o,
+                           const nsrv_body_field_t *fields, size_t n, void *out);
 /* Java Integer.parseInt of s[0..n) (nsrv_parse_int in int32 range). */
 bool nsrv__body_parse_i32(const char *s, size_t n, int32_t *out);
 

@@ -4,6 +4,7 @@
  * topic table and, for brokers from V3_0_11 on, the queue mappings and the
  * filter server list. The mapping-info shape is shared with the compressed form.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "body_int.h"
@@ -21,21 +22,19 @@ static int topic_config_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
         return nsrv__body_fail(d, "topicConfigTable value is not an object");
     nsrv_topic_config_t tc = {NULL, TOPIC_DEFAULT_QUEUE_NUMS, TOPIC_DEFAULT_QUEUE_NUMS,
                               TOPIC_DEFAULT_PERM, 0};
-    for (const nsrv_json_t *m = o->child; m; m = m->next) {
-        int rc = 0;
-        if (nsrv__body_key_is(m, "topicName"))
-            rc = nsrv__body_get_str(d, m, "topicName", &tc.topic_name);
-        else if (nsrv__body_key_is(m, "readQueueNums"))
-            rc = nsrv__body_get_i32(d, m, "readQueueNums", &tc.read_queue_nums);
-        else if (nsrv__body_key_is(m, "writeQueueNums"))
-            rc = nsrv__body_get_i32(d, m, "writeQueueNums", &tc.write_queue_nums);
-        else if (nsrv__body_key_is(m, "perm"))
-            rc = nsrv__body_get_i32(d, m, "perm", &tc.perm);
-        else if (nsrv__body_key_is(m, "topicSysFlag"))
-            rc = nsrv__body_get_i32(d, m, "topicSysFlag", &tc.topic_sys_flag);
-        if (rc)
-            return rc;
-    }
+#define TC(key, kind, field)                                                                       \
+    { key, key, kind, offsetof(nsrv_topic_config_t, field) }
+    static const nsrv_body_field_t fields[] = {
+        TC("topicName", NSRV_BODY_STR, topic_name),
+        TC("readQueueNums", NSRV_BODY_I32, read_queue_nums),
+        TC("writeQueueNums", NSRV_BODY_I32, write_queue_nums),
+        TC("perm", NSRV_BODY_I32, perm),
+        TC("topicSysFlag", NSRV_BODY_I32, topic_sys_flag),
+    };
+#undef TC
+    int rc = nsrv__body_read_fields(d, o, fields, NSRV_ARRAY_LEN(fields), &tc);
+    if (rc)
+        return rc;
     if (!tc.topic_name)
         tc.topic_name = name_fallback;
     *out = tc;

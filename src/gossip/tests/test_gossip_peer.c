@@ -847,10 +847,10 @@ static void test_pull_request_path(void **state) {
 
 static void test_incarnation_persistence(void **state) {
     (void)state;
-    char dir[] = "/tmp/gossip_inc_XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    nsrv_test_dir_t dir;
+    assert_int_equal(nsrv_test_dir_make(&dir, "gossip-inc"), 0);
     char path[256];
-    snprintf(path, sizeof path, "%s/sub/incarnation", dir);
+    snprintf(path, sizeof path, "%s", nsrv_test_dir_join(&dir, "sub/incarnation"));
     uint64_t inc = 0;
     assert_int_equal(nsrv_gossip_incarnation_next(path, 5000, &inc), 0);
     assert_int_equal(inc, 5000);
@@ -871,10 +871,7 @@ static void test_incarnation_persistence(void **state) {
     assert_int_equal(inc, 77);
     assert_int_equal(nsrv_file_write_atomic(path, "", 0, false), 0);
     assert_int_equal(nsrv_gossip_incarnation_next(path, 100, &inc), -EINVAL);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/sub", dir);
-    rmdir(path);
-    rmdir(dir);
+    nsrv_test_dir_remove(&dir);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)

@@ -57,10 +57,9 @@ static void test_clone_is_a_frozen_copy(void **state) {
 
 static void test_deferred_table_never_writes_its_file(void **state) {
     (void)state;
-    char dir[] = "/tmp/nsrv-kvsnap-XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char path[64];
-    snprintf(path, sizeof path, "%s/kv.json", dir);
+    nsrv_test_dir_t dir;
+    assert_int_equal(nsrv_test_dir_make(&dir, "kvsnap"), 0);
+    const char *path = nsrv_test_dir_join(&dir, "kv.json");
     nsrv_kv_t *kv = nsrv_kv_create(path);
     nsrv_kv_defer_persist(kv);
     assert_string_equal(nsrv_kv_path(kv), path);
@@ -69,7 +68,7 @@ static void test_deferred_table_never_writes_its_file(void **state) {
     struct stat st;
     assert_int_not_equal(stat(path, &st), 0);
     nsrv_kv_destroy(&kv);
-    rmdir(dir);
+    nsrv_test_dir_remove(&dir);
 }
 
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_clone_is_a_frozen_copy),

@@ -153,6 +153,15 @@ static inline void rt_assert_ok(const nsrv_route_t *rt, uint64_t now_ms) {
         fail_msg("route invariant broken (%d): %s", rc, why);
 }
 
+/* The end of a test: the table's invariants hold at now_ms; then the table and the buffer
+ * (NULL for none) are freed. */
+static inline void rt_check_and_free(nsrv_route_t **rt, nsrv_buf_t *b, uint64_t now_ms) {
+    rt_assert_ok(*rt, now_ms);
+    if (b)
+        nsrv_buf_deinit(b);
+    nsrv_route_destroy(rt);
+}
+
 /* True if needle occurs in hay. */
 static inline bool rt_contains(const char *hay, const char *needle) {
     return hay && strstr(hay, needle) != NULL;

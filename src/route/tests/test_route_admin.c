@@ -35,9 +35,7 @@ static void test_wipe_and_add_write_perm(void **state) {
     assert_int_equal(nsrv_route_wipe_write_perm(rt, "nobody"), 0);
     assert_int_equal(nsrv_route_add_write_perm(rt, "nobody"), 0);
     assert_int_equal(nsrv_route_wipe_write_perm(rt, NULL), 0);
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 static void test_delete_topic(void **state) {
@@ -114,9 +112,7 @@ static void test_register_topic(void **state) {
     nsrv_queue_data_t nul[] = {{NULL, 1, 1, 6, 0}};
     nsrv_route_register_topic(rt, "Nul", nul, 1);
     assert_false(rt_has_route(rt, "Nul", T0));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 static void test_topic_lists(void **state) {
@@ -157,9 +153,7 @@ static void test_topic_lists(void **state) {
     nsrv_buf_reset(&b);
     nsrv_route_topics_by_cluster(rt, "", T0, &b);
     assert_string_equal(b.data, "{\"topicList\":[]}");
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 static void test_system_topic_list(void **state) {

@@ -251,9 +251,7 @@ static void test_zone_filter(void **state) {
     assert_true(rt_contains(s, "{\"0\":\"a0:1\"}"));
     /* Unknown topic: TOPIC_NOT_EXIST with or without a zone. */
     assert_null(route_full(rt, "Nope", NSRV_ROUTE_JSON_STANDARD, NULL, "zone-a", &b));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 /* supportActingMaster: a masterless acting group with read-only queues shows its smallest id
@@ -294,9 +292,7 @@ static void test_acting_master_rewrite(void **state) {
     nsrv_route_add_write_perm(rt, "broker-a");
     assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b),
                             "{\"2\":\"s2:1\",\"3\":\"s3:1\"}"));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 static void test_order_topic_conf(void **state) {
@@ -417,9 +413,7 @@ static void test_route_cache(void **state) {
                             "\"readQueueNums\":3"));
     /* Expiry (read-time) of the only broker: no route. */
     assert_false(rt_has_route(rt, "TopicTest", T0 + 11 + NSRV_ROUTE_DEFAULT_TIMEOUT_MS + 1));
-    rt_assert_ok(rt, 0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, 0);
 }
 
 /* Changing supportActingMaster at runtime drops cached bodies. */

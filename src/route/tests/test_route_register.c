@@ -42,9 +42,7 @@ static void test_master_register_creates_entries(void **state) {
         "\"perm\":6,\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4}]}");
     assert_string_equal(rt_route(rt, "TBW102", NSRV_ROUTE_JSON_DEFAULT, T0, &b) ? "y" : "n", "y");
     assert_null(rt_route(rt, "Nope", NSRV_ROUTE_JSON_DEFAULT, T0, &b));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
     assert_null(rt);
 }
 
@@ -65,9 +63,7 @@ static void test_slave_does_not_touch_queue_data(void **state) {
     assert_true(rt_contains(b.data, "{\"0\":\"10.0.0.1:10911\",\"1\":\"10.0.0.2:10911\"}"));
     assert_false(rt_has_route(rt, "SlaveOnly", T0));
     assert_int_equal(nsrv_route_broker_count(rt), 2);
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 /* 5.x prime slave (smallest id, no master) writes queue data... */
@@ -88,9 +84,7 @@ static void test_prime_slave_writes_queue_data(void **state) {
     rt_reg_topic(&r2, "T3", 4, 4, 6, 0);
     rt_reg_do(rt, &r2, T0);
     assert_false(rt_has_route(rt, "T3", T0));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 /* ...and with enableActingMaster its queues are read-only (write bit cleared). */
@@ -185,8 +179,7 @@ static void test_slave_gets_master_ha_only_when_master_live(void **state) {
     nsrv_route_unregister_broker(rt, C, MA, "broker-a", 0);
     res = rt_reg_do(rt, &s, late);
     assert_string_equal(res.master_addr, "");
-    rt_assert_ok(rt, late);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, NULL, late);
 }
 
 /* Topic config is applied only when the DataVersion changed or an entry is missing. */
@@ -326,9 +319,7 @@ static void test_single_topic_guard(void **state) {
     r.dv.counter = 2;
     assert_int_equal(rt_reg_do(rt, &r, T0).status, NSRV_REG_OK);
     assert_true(rt_has_route(rt, "T1", T0));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 static void test_delete_topic_with_broker_registration(void **state) {
@@ -464,9 +455,7 @@ static void test_filter_servers(void **state) {
     rt_reg_do(rt, &r, T0);
     assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b),
                             "\"filterServerTable\":{}"));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 /* Missing identity fields: nothing changes (Java swallows the NPE). */
@@ -491,8 +480,7 @@ static void test_missing_identity_is_noop(void **state) {
     bool has;
     assert_false(nsrv_route_query_data_version(rt, C, MA, &zero, T0, &st, &has));
     assert_true(has);
-    rt_assert_ok(rt, T0);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, NULL, T0);
     nsrv_route_destroy(&rt); /* NULL-safe */
     nsrv_route_destroy(NULL);
 }

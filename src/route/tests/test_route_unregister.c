@@ -40,9 +40,7 @@ static void test_unregister_by_address(void **state) {
     nsrv_route_unregister_broker(rt, NULL, MA, "broker-a", 0);
     nsrv_route_unregister_broker(rt, C, "9.9.9.9:1", "nobody", 0);
     assert_int_equal(nsrv_route_broker_count(rt), 1);
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 /* The topic stays while any member of the group is registered; it goes with the last one. */
@@ -85,9 +83,7 @@ static void test_topic_lifetime_follows_group(void **state) {
     assert_string_equal(rt_text(nsrv_route_cluster_info, rt, T0, &b),
                         "{\"brokerAddrTable\":{},\"clusterAddrTable\":{}}");
     assert_string_equal(rt_topics(rt, NSRV_TOPICS_ALL, T0, &b), "{\"topicList\":[]}");
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 /* A reduced acting-master group without a master gets read-only queues. */
@@ -113,9 +109,7 @@ static void test_acting_master_write_clear_on_unregister(void **state) {
     two_members(rt, 1);
     nsrv_route_unregister_broker(rt, C, SA, "broker-a", 1);
     assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b), "\"perm\":6,"));
-    rt_assert_ok(rt, T0);
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, &b, T0);
 }
 
 static uint64_t closed_ids[8];
@@ -153,8 +147,7 @@ static void test_conn_close_removes_its_brokers(void **state) {
     assert_int_equal(nsrv_route_conn_closed(rt, 12, T0), 1);
     assert_false(rt_has_route(rt, "T1", T0));
     assert_int_equal(n_closed, 0); /* the server already knows: no callback */
-    rt_assert_ok(rt, T0);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, NULL, T0);
 }
 
 /*
@@ -194,8 +187,7 @@ static void test_expiry_rechecks_deadline(void **state) {
     /* ...so the scan at the same moment finds nothing to remove. */
     assert_int_equal(nsrv_route_expire(rt, late), 0);
     assert_true(rt_has_route(rt, "T1", late));
-    rt_assert_ok(rt, late);
-    nsrv_route_destroy(&rt);
+    rt_check_and_free(&rt, NULL, late);
 }
 
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_unregister_by_address),
