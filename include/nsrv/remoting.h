@@ -93,8 +93,7 @@ typedef struct {
  * @param p, len     borrowed bytes received so far (p may be NULL when len is 0).
  * @param max_frame  cap on the whole frame, length prefix included
  *                   (NSRV_FRAME_MAX_DEFAULT for Java parity).
- * @param frame_len  out: 4 + N, written when 0 is returned, and with NSRV_AGAIN
- *                   once the 4-byte prefix is in and valid (room to reserve).
+ * @param frame_len  out: 4 + N, written only when 0 is returned.
  * @return 0 when p[0..*frame_len) is a whole frame; NSRV_AGAIN when more bytes
  *         are needed; NSRV_EFRAME when N is negative, N < 4 or 4 + N > max_frame
  *         (decided as soon as the first 4 bytes are in; close the connection).

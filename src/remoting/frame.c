@@ -23,8 +23,8 @@ int nsrv_frame_peek(const uint8_t *p, size_t len, size_t max_frame, size_t *fram
     uint64_t total = (uint64_t)(uint32_t)n + 4u;
     if (total > (uint64_t)max_frame)
         return NSRV_EFRAME;
-    /* Known (and within max_frame) before the frame is whole: a reader reserves room for it
-     * once instead of growing its buffer by doubling, which copies a large frame repeatedly. */
+    if ((uint64_t)len < total)
+        return NSRV_AGAIN;
     *frame_len = (size_t)total;
-    return (uint64_t)len < total ? NSRV_AGAIN : 0;
+    return 0;
 }
