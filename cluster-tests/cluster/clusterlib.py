@@ -91,6 +91,22 @@ def poll_until(pred: Callable[[], Any], timeout: float, interval: float = 0.05) 
         time.sleep(interval)
 
 
+def served_everywhere_after(nodes: Sequence[Any], topic: str, broker_name: str, t0: float,
+                            timeout: float, interval: float) -> Dict[int, float]:
+    """Polls every node until each serves broker_name in topic's route; returns the seconds from
+    t0 (a time.monotonic() value) at which each node id was first seen serving it."""
+    seen: Dict[int, float] = {}
+
+    def everywhere() -> bool:
+        for nd in nodes:
+            if nd.id not in seen and nd.serves(topic, broker_name):
+                seen[nd.id] = time.monotonic() - t0
+        return len(seen) == len(nodes)
+
+    poll_until(everywhere, timeout, interval)
+    return seen
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     """Nearest-rank percentile (p in 0..100): the smallest value with at least p% at or below."""
     if not values:

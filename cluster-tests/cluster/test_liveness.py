@@ -17,7 +17,7 @@ from typing import Dict, Iterable, List, Tuple
 
 import pytest
 
-from clusterlib import Cluster, Node, poll_until
+from clusterlib import Cluster, Node, poll_until, served_everywhere_after
 
 TIMEOUT_MS = 6000
 PERIOD_MS = 2000
@@ -106,15 +106,7 @@ def test_one_node_broker_stays_routable_everywhere(cluster_factory, sim_factory,
     t0 = time.monotonic()
     solo = solo_sim(sim_factory, c)
     topic, name, addr = "topic-solo-0000-0", "solo-0000", addr_of(SOLO_BASE, 0)
-    seen: Dict[int, float] = {}
-
-    def everywhere():
-        for nd in c.nodes:
-            if nd.id not in seen and nd.serves(topic, name):
-                seen[nd.id] = time.monotonic() - t0
-        return len(seen) == 3
-
-    poll_until(everywhere, 10, 0.02)
+    seen = served_everywhere_after(c.nodes, topic, name, t0, 10, 0.02)
     solo.wait_ready()
     routable_after = {f"node{i}": round(seen[i], 3) for i in sorted(seen)}
     lag_2_3 = max(seen[2], seen[3]) - seen[1]

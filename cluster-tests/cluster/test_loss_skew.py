@@ -20,7 +20,7 @@ from typing import Dict, List
 
 import pytest
 
-from clusterlib import Relay, http_get, percentile, poll_until
+from clusterlib import Relay, http_get, percentile, poll_until, served_everywhere_after
 
 TRIALS = 20
 DROP = 0.30
@@ -47,15 +47,7 @@ def test_loss_30pct_convergence(cluster_factory, sim_factory, results):
             sim = sim_factory(c.ns_addrs([1]), brokers=1, topics=1, prefix=f"t{k}-",
                               addr_base=31000 + k)
             topic, name = f"topic-t{k}-0000-0", f"t{k}-0000"
-            seen: Dict[int, float] = {}
-
-            def everywhere():
-                for nd in c.nodes:
-                    if nd.id not in seen and nd.serves(topic, name):
-                        seen[nd.id] = time.monotonic()
-                return len(seen) == 3
-
-            poll_until(everywhere, 30, 0.005)
+            seen = served_everywhere_after(c.nodes, topic, name, 0.0, 30, 0.005)
             lags += [seen[2] - seen[1], seen[3] - seen[1]]
             sim.close()
         dropped = sum(r.dropped for r in relays)
@@ -106,15 +98,7 @@ def test_wall_clock_5min_ahead(cluster_factory, sim_factory, results):
     t0 = time.monotonic()
     sim = sim_factory(c.ns_addrs([1]), brokers=1, topics=1, prefix="skew-", addr_base=31900)
     topic, name = "topic-skew-0000-0", "skew-0000"
-    seen: Dict[int, float] = {}
-
-    def everywhere():
-        for nd in c.nodes:
-            if nd.id not in seen and nd.serves(topic, name):
-                seen[nd.id] = time.monotonic() - t0
-        return len(seen) == 3
-
-    poll_until(everywhere, 10, 0.01)
+    seen = served_everywhere_after(c.nodes, topic, name, t0, 10, 0.01)
     sim.wait_ready()
     time.sleep(1.0)
     st = {nd.id: nd.status() for nd in c.nodes}
