@@ -132,8 +132,8 @@ if [ -x "$top/build-test/src/nsrvd" ]; then
 fi
 
 # The benchmark harness, --smoke (cluster-tests/bench/README.md): a second or so of each
-# profile against nsrvd and the ceiling server (and the Java NameServer when the compat stage
-# cached it). It checks that the harness runs, not timings.
+# profile against nsrvd and the ceiling server (Java and rust only with --java/--rust, so the
+# stage's ids are fixed). It checks that the harness runs, not timings.
 if [ -x "$top/build-test/src/nsrvd" ]; then
   NSRV_BENCH_BUILD="$top/build-test" run_stage bench-smoke tsv "$res/bench-smoke.tsv" \
     ./cluster-tests/bench/run.sh --smoke --out "$res/bench" --tsv "$res/bench-smoke.tsv"

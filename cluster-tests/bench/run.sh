@@ -7,8 +7,9 @@
 #     --java   resolve the Java NameServer 5.3.3 from Maven Central (cluster-tests/compat/prepare-peers.sh,
 #              cached) and measure it
 #     --rust   build rocketmq-rust's rocketmq-namesrv 1.0.0 with cargo (cached) and measure it
-#     --smoke  a few seconds per server: checks the harness, not timings (CI); uses Java and
-#              rust only when they are already cached
+#     --smoke  a few seconds per server: checks the harness, not timings (CI); nsrvd and the
+#              ceiling only, unless --java / --rust are given too (so the stage's test ids never
+#              depend on what another stage happened to cache)
 # Results: DIR/results.md, results.csv, results.json (default DIR: build-bench/results).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,7 +38,7 @@ java_cp=$cache/5.3.3/namesrv.cp
 if [ "$java" = 1 ] && [ ! -f "$java_cp" ]; then
   "$top/cluster-tests/compat/prepare-peers.sh" java533
 fi
-[ "$java" = 1 ] || [ "$smoke" = 1 ] || java_cp=""
+[ "$java" = 1 ] || java_cp=""
 [ -n "$java_cp" ] && [ -f "$java_cp" ] || java_cp=""
 
 rust_bin=$rust_root/bin/rocketmq-namesrv-rust
@@ -50,7 +51,7 @@ if [ "$rust" = 1 ] && [ ! -x "$rust_bin" ]; then
     rust_why="cargo install rocketmq-namesrv $rust_version failed (see $rust_root/install.log)"
   fi
 fi
-if [ -x "$rust_bin" ] && { [ "$rust" = 1 ] || [ "$smoke" = 1 ]; }; then
+if [ -x "$rust_bin" ] && [ "$rust" = 1 ]; then
   rust_why=""
 else
   rust_bin=""
