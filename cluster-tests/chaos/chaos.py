@@ -80,6 +80,25 @@ def restore(s: Suite, res: Result) -> None:
         s.wait_converged(20)
 
 
+def start_run(work: Path) -> Callable[[str], None]:
+    """Creates WORK, returns a logger that prints and appends to WORK/chaos.log, and turns
+    SIGTERM into KeyboardInterrupt so a stopped run still cleans up (both runners)."""
+    work.mkdir(parents=True, exist_ok=True)
+    logf = open(work / "chaos.log", "a")
+
+    def log(msg: str) -> None:
+        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+        print(line, flush=True)
+        logf.write(line + "\n")
+        logf.flush()
+
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_signal)
+    return log
+
+
 def run_one(s: Suite, name: str, fn: Callable, log) -> Result:
     res = Result(name)
     res.t0 = time.monotonic()
@@ -149,19 +168,7 @@ def main() -> int:
     ap.add_argument("--peers-cache", default=os.environ.get("NSRVD_COMPAT_CACHE", str(Path.home() / ".cache/nsrvd-peers")))
     a = ap.parse_args()
     work = Path(a.work)
-    work.mkdir(parents=True, exist_ok=True)
-    logf = open(work / "chaos.log", "a")
-
-    def log(msg: str) -> None:
-        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
-        print(line, flush=True)
-        logf.write(line + "\n")
-        logf.flush()
-
-    def on_signal(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
+    log = start_run(work)
     prefix = a.prefix
     net = netns.Net(prefix, HOSTS)
     s = None

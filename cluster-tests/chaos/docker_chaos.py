@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import scenarios as sc  # noqa: E402
-from chaos import run_one, table  # noqa: E402
+from chaos import run_one, start_run, table  # noqa: E402
 from cluster import http_get  # noqa: E402
 from javaload import Consumer, JavaLoad, Producer  # noqa: E402
 from monitor import RoutePoller, StatusMonitor  # noqa: E402
@@ -329,19 +329,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="leave the compose cluster running")
     a = ap.parse_args()
     work = Path(a.work)
-    work.mkdir(parents=True, exist_ok=True)
-    logf = open(work / "chaos.log", "a")
-
-    def log(msg: str) -> None:
-        line = f"[{time.strftime('%H:%M:%S')}] {msg}"
-        print(line, flush=True)
-        logf.write(line + "\n")
-        logf.flush()
-
-    def on_signal(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
+    log = start_run(work)
     eng = Engine(a.engine, Path(a.compose_file), a.project)
     s = None
     results: List[Result] = []
