@@ -2,10 +2,16 @@
 /*
  * Levelled logging to stderr with UTC ISO-8601 millisecond timestamps.
  * The level check happens before the arguments are evaluated.
+ *
+ * Messages carry names that came from outside (topics, keys, peer text), so a
+ * line is always one line of valid UTF-8: control characters are escaped and
+ * ill-formed bytes replaced (nsrv_log_escape), and a long message is cut
+ * between characters, never inside one.
  */
 #pragma once
 
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef enum {
     NSRV_LOG_ERROR = 0,
@@ -19,6 +25,14 @@ extern int nsrv_log_level;
 
 /* Parses "error|warn|notice|info|debug"; returns -1 if unknown. */
 int nsrv_log_level_parse(const char *s);
+
+/*
+ * Writes src[0..len) into dst[0..cap) as log text: C0 controls and DEL become
+ * \n, \r, \t or \xNN, C1 controls \u0080-\u009f, each ill-formed UTF-8 subpart
+ * U+FFFD; stops before a character (or its escape) that would not fit.
+ * Returns the bytes written (no NUL is added).
+ */
+size_t nsrv_log_escape(char *dst, size_t cap, const char *src, size_t len);
 void nsrv_log_write(int level, const char *group, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
