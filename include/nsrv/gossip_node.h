@@ -125,6 +125,13 @@ size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64
                                   size_t cap, bool *all, uint64_t now_mono);
 /* Ask peer_id for everything (start-up, or a peer's new incarnation). */
 void nsrv_gossip_node_want_all(nsrv_gossip_node_t *n, uint8_t peer_id);
+/*
+ * The I/O layer found a named peer at a new address (its name resolved differently): its
+ * packets were refused until now, so it gets a full digest at once (within the SYNC_REQ
+ * reply limit), as if it had asked: a restarted peer learns our view without waiting.
+ */
+void nsrv_gossip_node_peer_moved(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t now_mono,
+                                 int64_t now_wall);
 
 /* Builds the PULL_REQ for peer_id into out (u32 length prefixed). */
 int nsrv_gossip_node_pull_request(nsrv_gossip_node_t *n, uint8_t peer_id, const uint64_t *keys,

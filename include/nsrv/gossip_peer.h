@@ -49,13 +49,22 @@
 typedef struct nsrv_gossip_peers nsrv_gossip_peers_t;
 typedef struct nsrv_gossip_peer nsrv_gossip_peer_t;
 
+/* Longest host name in a "name:port" peer address. */
+#define NSRV_GOSSIP_HOST_MAX 57
+
 /* One peer as configured. All pointers are borrowed for the call. */
 typedef struct {
-    uint8_t node_id;  /* 1..254 */
-    const char *addr; /* literal "ip:port" or "[ipv6]:port"; no host names */
+    uint8_t node_id; /* 1..254 */
+    /* Literal "ip:port" / "[ipv6]:port", or "name:port": a named peer has no address (nothing
+     * is sent to it or accepted from it) until the I/O layer resolves it
+     * (nsrv_gossip_peer_set_resolved); its name is resolved again periodically. */
+    const char *addr;
     const nsrv_gossip_key_t *keys;
     size_t nkeys; /* 1..NSRV_GOSSIP_MAX_KEYS, distinct key ids */
 } nsrv_gossip_peer_conf_t;
+
+/* True if addr is a peer address configure accepts (literal or "name:port"). */
+bool nsrv_gossip_peer_addr_valid(const char *addr);
 
 /*
  * An empty table. max_dgram caps accepted datagrams (use the cluster-wide
@@ -87,8 +96,37 @@ nsrv_gossip_peer_t *nsrv_gossip_peers_find(const nsrv_gossip_peers_t *t, uint8_t
 bool nsrv_gossip_peers_ip_known(const nsrv_gossip_peers_t *t, const struct sockaddr *from);
 
 uint8_t nsrv_gossip_peer_id(const nsrv_gossip_peer_t *p);
-/* The configured address (where to send). */
+/* The current address (where to send): the literal one, or a name's last resolution
+ * (family AF_UNSPEC while it has none; see nsrv_gossip_peer_has_addr). */
 const struct sockaddr *nsrv_gossip_peer_addr(const nsrv_gossip_peer_t *p, socklen_t *len);
+/* The host name of a peer configured as "name:port"; NULL for a literal address. */
+const char *nsrv_gossip_peer_host(const nsrv_gossip_peer_t *p);
+/* False while a named peer has never resolved. */
+bool nsrv_gossip_peer_has_addr(const nsrv_gossip_peer_t *p);
+/*
+ * A resolution of a named peer: ip's address with the configured port becomes the peer's
+ * address, so the source check and the pull listener's allow list follow it. Returns 1 if
+ * the address changed, 0 if not, -EINVAL for a literal peer or a family other than
+ * IPv4/IPv6. The peer's security state (incarnation, window, anchors) is kept: the keys,
+ * not the address, say who it is.
+ */
+int nsrv_gossip_peer_set_resolved(nsrv_gossip_peer_t *p, const struct sockaddr *ip);
+/* A failed resolution (err: nonzero error code, name: its static name, for status): the
+ * last address stays. */
+void nsrv_gossip_peer_set_resolve_error(nsrv_gossip_peer_t *p, int err, const char *name);
+/* The I/O layer started / finished a lookup of the peer's name. */
+void nsrv_gossip_peer_resolve_started(nsrv_gossip_peer_t *p, uint64_t now_mono_ms);
+void nsrv_gossip_peer_resolve_done(nsrv_gossip_peer_t *p);
+bool nsrv_gossip_peer_resolving(const nsrv_gossip_peer_t *p);
+/*
+ * Whether a named peer's name should be looked up now (rules and periods in
+ * nsrv/gossip_timing.h): never looked up (start, or its name changed on reload);
+ * kick (a packet or pull connection was just refused for its source address);
+ * silent for NSRV_GOSSIP_RESOLVE_SILENT_INTERVALS × interval_ms, never heard, or
+ * unresolvable; or simply due. Never while a lookup is under way; never for a literal.
+ */
+bool nsrv_gossip_peer_resolve_is_due(const nsrv_gossip_peer_t *p, uint64_t now_mono_ms,
+                                     uint32_t interval_ms, bool kick);
 /* The configured public keys (e.g. for nsrv_gossip_pull_dec_create). */
 const nsrv_gossip_key_t *nsrv_gossip_peer_keys(const nsrv_gossip_peer_t *p, size_t *n);
 
@@ -176,10 +214,15 @@ typedef struct {
     uint64_t last_valid_mono_ms; /* local time of the last accepted packet */
     uint8_t last_key_id;         /* key_id of the last accepted packet */
     bool has_offset;
-    int64_t offset_ms;        /* sample minimum: an upper bound, not used for mapping */
-    bool has_anchor;          /* the current incarnation has a round-trip anchor */
-    int64_t anchor_offset_ms; /* its lower bound L (before the drift allowance) */
-    uint64_t anchor_mono_ms;  /* local time it was taken (request sent); age = now - this */
+    int64_t offset_ms;              /* sample minimum: an upper bound, not used for mapping */
+    bool has_anchor;                /* the current incarnation has a round-trip anchor */
+    int64_t anchor_offset_ms;       /* its lower bound L (before the drift allowance) */
+    uint64_t anchor_mono_ms;        /* local time it was taken (request sent); age = now - this */
+    const char *host;               /* the configured name, NULL for a literal address */
+    bool has_addr;                  /* false while a named peer has never resolved */
+    int resolve_error;              /* the last resolution's error, 0 if it succeeded */
+    const char *resolve_error_name; /* its name (e.g. "EAI_NONAME"), NULL if none */
+    uint64_t resolve_failures;      /* failed resolutions since start */
     uint64_t accepted;
     uint64_t rejected[NSRV_GOSSIP_NREASONS]; /* by nsrv_gossip_reason_index */
 } nsrv_gossip_peer_info_t;

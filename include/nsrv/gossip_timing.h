@@ -62,3 +62,22 @@
 #define NSRV_GOSSIP_TOMB_KEEP_MS (150 * 1000)
 /* Identities no longer in the route table are forgotten after this long. */
 #define NSRV_GOSSIP_IDENT_KEEP_MS (10 * 60 * 1000)
+
+/*
+ * Peers configured by host name (gossipPeers "id@name:port") are resolved by
+ * the transport (resolve.c), never blocking the loop: at start and on SIGHUP,
+ * then every NSRV_GOSSIP_RESOLVE_MS; every NSRV_GOSSIP_RESOLVE_SILENT_MS while
+ * the peer has been silent for NSRV_GOSSIP_RESOLVE_SILENT_INTERVALS gossip
+ * intervals, has never been heard, or does not resolve; and at once (at most
+ * every NSRV_GOSSIP_RESOLVE_KICK_MS) when a datagram or pull connection was
+ * refused for its source address: a peer that came back on a new address
+ * (a restarted container) is believed as soon as its name says so.
+ */
+#define NSRV_GOSSIP_RESOLVE_MS 5000
+#define NSRV_GOSSIP_RESOLVE_SILENT_MS 1000
+#define NSRV_GOSSIP_RESOLVE_SILENT_INTERVALS 2
+#define NSRV_GOSSIP_RESOLVE_KICK_MS 200
+/* The resolver's own timer: how often the rules above are looked at. */
+#define NSRV_GOSSIP_RESOLVE_TICK_MS 250
+/* At start the engine waits for its peers' names this long at most. */
+#define NSRV_GOSSIP_RESOLVE_START_MS 1000

@@ -60,7 +60,7 @@ static int peer_token(void *ud, const char *tok, size_t len) {
     const char *at = memchr(tok, '@', len);
     size_t idlen = at ? (size_t)(at - tok) : 0;
     if (!at || idlen == 0 || len - idlen - 1 >= 64)
-        return nsrv_fail(c->err, c->errlen, -EINVAL, "gossipPeers: '%.*s' is not id@ip:port",
+        return nsrv_fail(c->err, c->errlen, -EINVAL, "gossipPeers: '%.*s' is not id@host:port",
                          (int)len, tok);
     uint64_t id = 0;
     if (!nsrv_parse_uint(tok, idlen, NSRV_GOSSIP_NODE_MAX, &id) || id < NSRV_GOSSIP_NODE_MIN) {
@@ -74,10 +74,9 @@ static int peer_token(void *ud, const char *tok, size_t len) {
     }
     size_t i = c->l->n;
     snprintf(c->l->addrs[i], sizeof c->l->addrs[i], "%.*s", (int)(len - idlen - 1), at + 1);
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    if (nsrv_sockaddr_parse(c->l->addrs[i], &ss, &sl) != 0) {
-        snprintf(c->err, c->errlen, "gossipPeers: '%s' is not a literal ip:port", c->l->addrs[i]);
+    if (!nsrv_gossip_peer_addr_valid(c->l->addrs[i])) {
+        snprintf(c->err, c->errlen, "gossipPeers: '%s' is not ip:port or host:port",
+                 c->l->addrs[i]);
         return -EINVAL;
     }
     c->l->confs[i].node_id = (uint8_t)id;

@@ -399,6 +399,12 @@ static void answer_sync(nsrv_gossip_node_t *n, uint8_t pid, uint64_t now_mono, i
     nsrv_free(e);
 }
 
+void nsrv_gossip_node_peer_moved(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t now_mono,
+                                 int64_t now_wall) {
+    if (n->started && nsrv_gossip_peers_find(n->peers, peer_id))
+        answer_sync(n, peer_id, now_mono, now_wall);
+}
+
 int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
                               const struct sockaddr *from, uint64_t now_mono, int64_t now_wall) {
     nsrv_arena_reset(&n->arena);
@@ -422,11 +428,17 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     }
     bool refreshed = false;
     switch (m.type) {
-    case NSRV_GOSSIP_DIGEST_FULL:
-        nsrv__ps(n, pid)->got_digest = true;
+    case NSRV_GOSSIP_DIGEST_FULL: {
+        nsrv__peer_state_t *ps = nsrv__ps(n, pid);
+        if (!ps->got_digest)
+            /* Heard at last: a start-up pull that failed meanwhile (the peer did not know
+             * our address yet) is retried at once, not after the back-off. */
+            ps->last_pull_fail = 0;
+        ps->got_digest = true;
         for (size_t i = 0; i < m.body.full.n; i++)
             on_entry(n, p, pid, &m, &m.body.full.entries[i], now_mono, &refreshed);
         break;
+    }
     case NSRV_GOSSIP_DIGEST_DELTA:
         for (size_t i = 0; i < m.body.delta.n; i++)
             on_entry(n, p, pid, &m, &m.body.delta.entries[i], now_mono, &refreshed);
@@ -499,12 +511,26 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
         nsrv_gossip_peer_info_t info;
         nsrv_gossip_peer_info(p, &info);
         socklen_t alen;
-        char addr[80];
-        nsrv_sockaddr_format(nsrv_gossip_peer_addr(p, &alen), addr, sizeof addr);
+        char addr[80] = "";
+        if (info.has_addr)
+            nsrv_sockaddr_format(nsrv_gossip_peer_addr(p, &alen), addr, sizeof addr);
         bool up = info.has_incarnation &&
                   now_mono - info.last_valid_mono_ms <= nsrv_gossip_node_alive_window_ms(n);
         nsrv_buf_printf(out, "%s{\"id\":%u,\"addr\":\"%s\",\"up\":%s,", i ? "," : "", info.node_id,
                         addr, up ? "true" : "false");
+        if (info.host) {
+            /* a named peer: its name and whether the last lookup worked */
+            nsrv_buf_append_c(out, "\"host\":");
+            nsrv_json_write_str(out, info.host, strlen(info.host), NSRV_JSON_ESC_DEFAULT);
+            nsrv_buf_printf(out, ",\"resolveError\":");
+            if (info.resolve_error) {
+                const char *e = info.resolve_error_name ? info.resolve_error_name : "error";
+                nsrv_json_write_str(out, e, strlen(e), NSRV_JSON_ESC_DEFAULT);
+            } else {
+                nsrv_buf_append_c(out, "null");
+            }
+            nsrv_buf_printf(out, ",\"resolveFailures\":%" PRIu64 ",", info.resolve_failures);
+        }
         if (info.has_incarnation)
             nsrv_buf_printf(
                 out, "\"incarnation\":%" PRIu64 ",\"keyId\":%u,\"lastValidAgeMs\":%" PRIu64 ",",
@@ -583,6 +609,25 @@ static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *o
         if (info.has_incarnation)
             nsrv_buf_printf(out, "nsrvd_gossip_peer_incarnation{peer=\"%u\"} %" PRIu64 "\n",
                             info.node_id, info.incarnation);
+    }
+    family(out, "nsrvd_gossip_peer_resolved", "gauge",
+           "Peers configured by host name: 1 if its last lookup gave an address.");
+    for (size_t i = 0; i < np; i++) {
+        nsrv_gossip_peer_info_t info;
+        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info);
+        if (info.host)
+            nsrv_buf_printf(out, "nsrvd_gossip_peer_resolved{peer=\"%u\"} %d\n", info.node_id,
+                            info.has_addr && !info.resolve_error);
+    }
+    family(out, "nsrvd_gossip_peer_resolve_failures_total", "counter",
+           "Peers configured by host name: lookups that failed.");
+    for (size_t i = 0; i < np; i++) {
+        nsrv_gossip_peer_info_t info;
+        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info);
+        if (info.host)
+            nsrv_buf_printf(out,
+                            "nsrvd_gossip_peer_resolve_failures_total{peer=\"%u\"} %" PRIu64 "\n",
+                            info.node_id, info.resolve_failures);
     }
 }
 

@@ -6,11 +6,14 @@
 #include "nsrv/gossip_peer.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "nsrv/alloc.h"
 #include "nsrv/netaddr.h"
+#include "nsrv/text.h"
 
 #define WINDOW_WORDS (NSRV_GOSSIP_WINDOW / 64)
 
@@ -30,8 +33,16 @@ typedef struct {
 
 struct nsrv_gossip_peer {
     uint8_t node_id;
-    struct sockaddr_storage addr;
+    struct sockaddr_storage addr; /* AF_UNSPEC while a named peer has never resolved */
     socklen_t addr_len;
+    /* A peer configured by host name: the I/O layer resolves it (resolve.c). */
+    char host[NSRV_GOSSIP_HOST_MAX + 1]; /* "" for a literal address */
+    uint16_t port;
+    int resolve_err; /* the last resolution's error; 0 after a success */
+    const char *resolve_err_name;
+    uint64_t resolve_failures;
+    bool resolving, resolved_once; /* a lookup under way; one was started */
+    uint64_t resolve_at;           /* local mono when the last lookup started */
     nsrv_gossip_key_t keys[NSRV_GOSSIP_MAX_KEYS];
     size_t nkeys;
 
@@ -91,6 +102,71 @@ static bool ip16(const struct sockaddr *sa, uint8_t out[16]) {
     return false;
 }
 
+/*
+ * "name:port" with a DNS-style host name (letters, digits, '-', '.', '_'; not
+ * all digits and dots, so a mistyped IPv4 literal is not taken for a name).
+ */
+static bool parse_named(const char *addr, char host[NSRV_GOSSIP_HOST_MAX + 1], uint16_t *port) {
+    const char *colon = addr ? strrchr(addr, ':') : NULL;
+    if (!colon || colon == addr || (size_t)(colon - addr) > NSRV_GOSSIP_HOST_MAX)
+        return false;
+    bool digits_dots = true;
+    for (const char *c = addr; c < colon; c++) {
+        bool alpha = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '-' || *c == '_';
+        if (!alpha && !(*c >= '0' && *c <= '9') && *c != '.')
+            return false;
+        if (alpha)
+            digits_dots = false;
+    }
+    uint64_t v = 0;
+    size_t plen = strlen(colon + 1);
+    if (digits_dots || plen == 0 || plen > 5 || !nsrv_parse_uint(colon + 1, plen, 65535, &v) ||
+        v == 0)
+        return false;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    *port = (uint16_t)v;
+    return true;
+}
+
+bool nsrv_gossip_peer_addr_valid(const char *addr) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char host[NSRV_GOSSIP_HOST_MAX + 1];
+    uint16_t port;
+    return nsrv_sockaddr_parse(addr, &ss, &sl) == 0 || parse_named(addr, host, &port);
+}
+
+/* Takes c's address: a literal at once; a name keeps the address it resolved to if the
+ * peer was already configured with that name (a reload must not forget it). */
+static void set_conf_addr(nsrv_gossip_peer_t *p, const char *addr) {
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (nsrv_sockaddr_parse(addr, &ss, &sl) == 0) {
+        p->addr = ss;
+        p->addr_len = sl;
+        p->host[0] = '\0';
+        p->resolve_err = 0;
+        return;
+    }
+    char host[NSRV_GOSSIP_HOST_MAX + 1];
+    uint16_t port = 0;
+    parse_named(addr, host, &port);
+    if (strcmp(host, p->host) != 0) {
+        memset(&p->addr, 0, sizeof p->addr);
+        p->addr.ss_family = AF_UNSPEC;
+        p->addr_len = 0;
+        p->resolve_err = 0;
+        p->resolved_once = false;
+        snprintf(p->host, sizeof p->host, "%s", host);
+    }
+    p->port = port;
+    if (p->addr.ss_family == AF_INET)
+        ((struct sockaddr_in *)&p->addr)->sin_port = htons(port);
+    else if (p->addr.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&p->addr)->sin6_port = htons(port);
+}
+
 static bool same_ip(const nsrv_gossip_peer_t *p, const struct sockaddr *from) {
     uint8_t a[16], b[16];
     return ip16((const struct sockaddr *)&p->addr, a) && ip16(from, b) && memcmp(a, b, 16) == 0;
@@ -135,11 +211,9 @@ int nsrv_gossip_peers_configure(nsrv_gossip_peers_t *t, const nsrv_gossip_peer_c
         return -EINVAL;
     for (size_t i = 0; i < n; i++) {
         const nsrv_gossip_peer_conf_t *c = &confs[i];
-        struct sockaddr_storage ss;
-        socklen_t sl;
         if (c->node_id < NSRV_GOSSIP_NODE_MIN || c->node_id > NSRV_GOSSIP_NODE_MAX ||
             seen[c->node_id] || c->nkeys == 0 || c->nkeys > NSRV_GOSSIP_MAX_KEYS || !c->keys ||
-            nsrv_sockaddr_parse(c->addr, &ss, &sl) != 0)
+            !nsrv_gossip_peer_addr_valid(c->addr))
             return -EINVAL;
         for (size_t a = 0; a < c->nkeys; a++)
             for (size_t b = a + 1; b < c->nkeys; b++)
@@ -155,7 +229,7 @@ int nsrv_gossip_peers_configure(nsrv_gossip_peers_t *t, const nsrv_gossip_peer_c
             p->node_id = c->node_id;
             t->by_id[c->node_id] = p;
         }
-        nsrv_sockaddr_parse(c->addr, &p->addr, &p->addr_len);
+        set_conf_addr(p, c->addr);
         memset(p->keys, 0, sizeof p->keys);
         memcpy(p->keys, c->keys, c->nkeys * sizeof *c->keys);
         p->nkeys = c->nkeys;
@@ -192,6 +266,72 @@ const struct sockaddr *nsrv_gossip_peer_addr(const nsrv_gossip_peer_t *p, sockle
     if (len)
         *len = p->addr_len;
     return (const struct sockaddr *)&p->addr;
+}
+
+const char *nsrv_gossip_peer_host(const nsrv_gossip_peer_t *p) {
+    return p->host[0] ? p->host : NULL;
+}
+
+bool nsrv_gossip_peer_has_addr(const nsrv_gossip_peer_t *p) {
+    return p->addr.ss_family == AF_INET || p->addr.ss_family == AF_INET6;
+}
+
+int nsrv_gossip_peer_set_resolved(nsrv_gossip_peer_t *p, const struct sockaddr *ip) {
+    if (!p->host[0] || !ip || (ip->sa_family != AF_INET && ip->sa_family != AF_INET6))
+        return -EINVAL;
+    struct sockaddr_storage ss = {0};
+    socklen_t len;
+    if (ip->sa_family == AF_INET) {
+        struct sockaddr_in a = *(const struct sockaddr_in *)ip;
+        a.sin_port = htons(p->port);
+        memcpy(&ss, &a, sizeof a);
+        len = sizeof a;
+    } else {
+        struct sockaddr_in6 a = *(const struct sockaddr_in6 *)ip;
+        a.sin6_port = htons(p->port);
+        memcpy(&ss, &a, sizeof a);
+        len = sizeof a;
+    }
+    p->resolve_err = 0;
+    bool changed = len != p->addr_len || memcmp(&ss, &p->addr, len) != 0;
+    p->addr = ss;
+    p->addr_len = len;
+    return changed ? 1 : 0;
+}
+
+void nsrv_gossip_peer_set_resolve_error(nsrv_gossip_peer_t *p, int err, const char *name) {
+    p->resolve_err = err ? err : -1;
+    p->resolve_err_name = name;
+    p->resolve_failures++;
+}
+
+void nsrv_gossip_peer_resolve_started(nsrv_gossip_peer_t *p, uint64_t now_mono_ms) {
+    p->resolving = p->resolved_once = true;
+    p->resolve_at = now_mono_ms;
+}
+
+bool nsrv_gossip_peer_resolving(const nsrv_gossip_peer_t *p) {
+    return p->resolving;
+}
+
+void nsrv_gossip_peer_resolve_done(nsrv_gossip_peer_t *p) {
+    p->resolving = false;
+}
+
+bool nsrv_gossip_peer_resolve_is_due(const nsrv_gossip_peer_t *p, uint64_t now_mono_ms,
+                                     uint32_t interval_ms, bool kick) {
+    if (!p->host[0] || p->resolving)
+        return false;
+    if (!p->resolved_once)
+        return true;
+    uint64_t since = now_mono_ms - p->resolve_at;
+    if (kick)
+        return since >= NSRV_GOSSIP_RESOLVE_KICK_MS;
+    bool silent = !p->has_inc || now_mono_ms - p->last_valid_mono >
+                                     (uint64_t)NSRV_GOSSIP_RESOLVE_SILENT_INTERVALS * interval_ms;
+    if (silent || p->resolve_err || !nsrv_gossip_peer_has_addr(p))
+        return since >= NSRV_GOSSIP_RESOLVE_SILENT_MS;
+    return since >= NSRV_GOSSIP_RESOLVE_MS;
 }
 
 const nsrv_gossip_key_t *nsrv_gossip_peer_keys(const nsrv_gossip_peer_t *p, size_t *n) {
@@ -519,6 +659,11 @@ void nsrv_gossip_peer_info(const nsrv_gossip_peer_t *p, nsrv_gossip_peer_info_t 
         info->anchor_offset_ms = p->anc.low;
         info->anchor_mono_ms = (uint64_t)p->anc.t;
     }
+    info->host = p->host[0] ? p->host : NULL;
+    info->has_addr = nsrv_gossip_peer_has_addr(p);
+    info->resolve_error = p->resolve_err;
+    info->resolve_error_name = p->resolve_err ? p->resolve_err_name : NULL;
+    info->resolve_failures = p->resolve_failures;
     info->accepted = p->accepted;
     memcpy(info->rejected, p->rejected, sizeof info->rejected);
 }

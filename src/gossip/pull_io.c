@@ -202,6 +202,7 @@ void nsrv__pull_listen_cb(uv_stream_t *l, int status) {
         nsrv_gossip_node_counters(g->node)->pull_conns_not_peer++;
         log_not_peer(g, (const struct sockaddr *)&from);
         srv_close(s);
+        nsrv__gossip_resolve_due(g, true); /* a named peer may have come back elsewhere */
         return;
     }
     uv_read_start((uv_stream_t *)&s->tcp, srv_alloc_cb, srv_read_cb);
@@ -328,7 +329,7 @@ void nsrv__pull_start(nsrv_gossip_t *g, uint8_t peer, uint32_t pull_id, const ui
     g->clis = c;
     c->connect.data = c;
     socklen_t alen;
-    if (!p ||
+    if (!p || !nsrv_gossip_peer_has_addr(p) ||
         uv_tcp_connect(&c->connect, &c->tcp, nsrv_gossip_peer_addr(p, &alen), cli_connect_cb) != 0)
         cli_finish(c, true);
 }

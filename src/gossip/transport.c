@@ -56,8 +56,8 @@ static void close_handle(uv_handle_t *h) {
 
 static void udp_send(nsrv_gossip_t *g, uint8_t dst, const uint8_t *d, size_t len) {
     nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(g->peers, dst);
-    if (!p || g->stopping)
-        return;
+    if (!p || g->stopping || !nsrv_gossip_peer_has_addr(p))
+        return; /* a name not resolved yet: nowhere to send */
     socklen_t alen;
     const struct sockaddr *to = nsrv_gossip_peer_addr(p, &alen);
     uv_buf_t b = uv_buf_init((char *)d, (unsigned)len);
@@ -84,6 +84,8 @@ static void udp_recv_cb(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
                                        mono(), nsrv_now_wall_ms());
     if (rc != 0)
         nsrv_log_debug("GOSSIP", "datagram dropped: %s", nsrv_gossip_reason_name(rc));
+    if (rc == NSRV_GOSSIP_ESRC_ADDR)
+        nsrv__gossip_resolve_due(g, true); /* a named peer may have come back elsewhere */
     nsrv__gossip_pump(g);
 }
 
@@ -146,7 +148,26 @@ static int apply_config(nsrv_gossip_t *g, const nsrv_config_t *cfg, bool first, 
 }
 
 int nsrv_gossip_reload(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size_t errlen) {
-    return apply_config(g, cfg, false, err, errlen);
+    int rc = apply_config(g, cfg, false, err, errlen);
+    if (rc == 0)
+        nsrv__gossip_resolve_all(g); /* SIGHUP also means: look the names up again */
+    return rc;
+}
+
+void nsrv__gossip_engine_start(nsrv_gossip_t *g) {
+    if (g->engine_started || g->stopping)
+        return;
+    g->engine_started = true;
+    nsrv_gossip_node_start(g->node, mono(), nsrv_now_wall_ms());
+    nsrv__gossip_pump(g);
+}
+
+/* An IPv4 socket sends to IPv4 only; an IPv6 one (dual-stack) to either. */
+static int ss_family_of(const char *listen_host) {
+    struct sockaddr_storage ss;
+    if (nsrv_sockaddr_literal(listen_host, 0, &ss) == 0 && ss.ss_family == AF_INET)
+        return AF_INET;
+    return AF_UNSPEC;
 }
 
 static int bind_both(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size_t errlen) {
@@ -226,12 +247,17 @@ nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv
     uv_timer_init(loop, &g->timer);
     g->timer.data = g;
     g->open_handles++;
+    nsrv__gossip_resolve_init(g);
     if (bind_both(g, cfg, err, errlen) != 0) {
         nsrv_gossip_stop(g);
         return NULL;
     }
-    nsrv_gossip_node_start(g->node, mono(), nsrv_now_wall_ms());
-    nsrv__gossip_pump(g);
+    g->interval_ms = (uint32_t)cfg->gossip_interval_ms;
+    g->resolve_family = ss_family_of(cfg->gossip_listen_address);
+    g->started_at = mono();
+    g->resolve_waiting = nsrv__gossip_resolve_all(g);
+    if (!g->resolve_waiting)
+        nsrv__gossip_engine_start(g);
     nsrv_log_notice("GOSSIP", "node %u of '%s' on %s:%d, incarnation %llu, %zu peer(s)", g->node_id,
                     cfg->gossip_cluster_name, cfg->gossip_listen_address, cfg->gossip_port,
                     (unsigned long long)inc, nsrv_gossip_peers_count(g->peers));
@@ -251,6 +277,7 @@ void nsrv_gossip_stop(nsrv_gossip_t *g) {
     close_handle((uv_handle_t *)&g->udp);
     close_handle((uv_handle_t *)&g->tcp);
     close_handle((uv_handle_t *)&g->timer);
+    close_handle((uv_handle_t *)&g->resolve_timer);
 }
 
 nsrv_gossip_node_t *nsrv_gossip_engine(nsrv_gossip_t *g) {

@@ -25,6 +25,13 @@ struct nsrv_gossip {
     uv_udp_t udp;
     uv_tcp_t tcp;
     uv_timer_t timer; /* the engine's next deadline, or a pull server's */
+    /* peer names (resolve.c) */
+    uv_timer_t resolve_timer;
+    int resolve_family;       /* what the gossip socket can send to */
+    unsigned resolve_waiting; /* start-up lookups the engine still waits for */
+    uint32_t interval_ms;     /* gossipIntervalMs: silence is measured in it */
+    uint64_t started_at;
+    bool engine_started;
     char rbuf[NSRV_GOSSIP_DGRAM_MAX];
     nsrv__pull_srv_t *srvs;
     nsrv__pull_cli_t *clis;
@@ -40,6 +47,18 @@ uint64_t nsrv__gossip_mono(void);
 void nsrv__gossip_pump(nsrv_gossip_t *g);
 /* One handle of g is closed; the last one after a stop frees g. */
 void nsrv__gossip_handle_released(nsrv_gossip_t *g);
+
+/* Starts the engine (once): its SYNC_REQ and start-up pulls. */
+void nsrv__gossip_engine_start(nsrv_gossip_t *g);
+
+/* resolve.c */
+void nsrv__gossip_resolve_init(nsrv_gossip_t *g);
+unsigned nsrv__gossip_resolve_all(nsrv_gossip_t *g);
+/* Looks up the names that are due (kick: a packet was just refused for its source). */
+void nsrv__gossip_resolve_due(nsrv_gossip_t *g, bool kick);
+/* A lookup's answer for peer's name host: sa (the address) or NULL with status (libuv error). */
+void nsrv__gossip_resolved(nsrv_gossip_t *g, uint8_t peer, const char *host,
+                           const struct sockaddr *sa, int status);
 
 /* pull_io.c */
 void nsrv__pull_listen_cb(uv_stream_t *l, int status);

@@ -718,7 +718,10 @@ static void test_configure(void **state) {
         {{1, "10.0.0.1:7946", &k, 1}, {1, "10.0.0.2:7946", &k, 1}}, /* duplicate id */
         {{1, "10.0.0.1", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},      /* no port */
         {{1, "10.0.0.1:0", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},    /* port 0 */
-        {{1, "host:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},     /* a name */
+        {{1, "ho st:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},    /* not a host name */
+        {{1, "10.0.0:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},   /* a bad IPv4, not a name */
+        {{1, "host:0", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},        /* a name, port 0 */
+        {{1, "host", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},          /* a name, no port */
         {{0, "10.0.0.1:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}}, /* id 0 */
         {{255, "10.0.0.1:7946", &k, 1}, {4, "10.0.0.2:7946", &k, 1}},
         {{1, "10.0.0.1:7946", &k, 0}, {4, "10.0.0.2:7946", &k, 1}},  /* no key */
@@ -874,6 +877,83 @@ static void test_incarnation_persistence(void **state) {
     nsrv_test_dir_remove(&dir);
 }
 
+/* Node 1 configured by name: nothing accepted from anywhere until its name resolves; then
+ * its address follows each resolution (the source check and the pull allow list with it),
+ * its security state stays, and a failed lookup keeps the last address. */
+static void test_named_peer(void **state) {
+    fx_t *f = *state;
+    nsrv_gossip_key_t k = {1, {0}};
+    memcpy(k.pk, f->k11.pk, 32);
+    nsrv_gossip_peer_conf_t conf[1] = {{1, "node1.example:7946", &k, 1}};
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, conf, 1), 0);
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(f->t, 1);
+    assert_string_equal(nsrv_gossip_peer_host(p), "node1.example");
+    assert_false(nsrv_gossip_peer_has_addr(p));
+    nsrv_gossip_msg_t m = msg(1, 1);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_ESRC_ADDR);
+    assert_false(nsrv_gossip_peers_ip_known(f->t, (const struct sockaddr *)&f->from1));
+    /* Never looked up: due at once; not again while the lookup runs. */
+    assert_true(nsrv_gossip_peer_resolve_is_due(p, T0, 5000, false));
+    nsrv_gossip_peer_resolve_started(p, T0);
+    assert_false(nsrv_gossip_peer_resolve_is_due(p, T0 + 60000, 5000, true));
+    assert_int_equal(nsrv_gossip_peer_set_resolved(p, (const struct sockaddr *)&f->from1), 1);
+    nsrv_gossip_peer_resolve_done(p);
+    assert_int_equal(nsrv_gossip_peer_set_resolved(p, (const struct sockaddr *)&f->from1), 0);
+    assert_true(nsrv_gossip_peers_ip_known(f->t, (const struct sockaddr *)&f->from1));
+    assert_int_equal(send_msg(f, &m), 0);
+
+    /* Heard: looked up every NSRV_GOSSIP_RESOLVE_MS; a refusal kicks it sooner. */
+    assert_false(nsrv_gossip_peer_resolve_is_due(p, T0 + NSRV_GOSSIP_RESOLVE_MS - 1, 5000, false));
+    assert_true(nsrv_gossip_peer_resolve_is_due(p, T0 + NSRV_GOSSIP_RESOLVE_MS, 5000, false));
+    assert_false(
+        nsrv_gossip_peer_resolve_is_due(p, T0 + NSRV_GOSSIP_RESOLVE_KICK_MS - 1, 5000, true));
+    assert_true(nsrv_gossip_peer_resolve_is_due(p, T0 + NSRV_GOSSIP_RESOLVE_KICK_MS, 5000, true));
+    /* Silent for the silence threshold: looked up every NSRV_GOSSIP_RESOLVE_SILENT_MS. */
+    uint64_t silent = T0 + (uint64_t)NSRV_GOSSIP_RESOLVE_SILENT_INTERVALS * 1000 + 1;
+    nsrv_gossip_peer_resolve_started(p, silent - NSRV_GOSSIP_RESOLVE_SILENT_MS);
+    nsrv_gossip_peer_resolve_done(p);
+    assert_true(nsrv_gossip_peer_resolve_is_due(p, silent, 1000, false));
+    assert_false(nsrv_gossip_peer_resolve_is_due(p, silent, 100000, false));
+
+    /* The name now points elsewhere: the old address is refused, the new one accepted with
+     * the same incarnation and replay window. */
+    struct sockaddr_in moved = gt_sin("10.0.0.9", 1);
+    assert_int_equal(nsrv_gossip_peer_set_resolved(p, (const struct sockaddr *)&moved), 1);
+    const struct sockaddr_in *a = (const struct sockaddr_in *)nsrv_gossip_peer_addr(p, NULL);
+    assert_int_equal(ntohs(a->sin_port), 7946);
+    assert_false(nsrv_gossip_peers_ip_known(f->t, (const struct sockaddr *)&f->from1));
+    assert_true(nsrv_gossip_peers_ip_known(f->t, (const struct sockaddr *)&moved));
+    m = msg(2, 2);
+    assert_int_equal(send_msg(f, &m), NSRV_GOSSIP_ESRC_ADDR);
+    assert_int_equal(check_at(f, &moved, T0, GT_WALL), 0);
+    assert_int_equal(check_at(f, &moved, T0, GT_WALL), NSRV_GOSSIP_EREPLAY);
+    assert_int_equal(info(f, 1).accepted, 2);
+
+    /* A failed lookup keeps the address and is reported; the next success clears it. */
+    nsrv_gossip_peer_set_resolve_error(p, -3008, "EAI_NONAME");
+    nsrv_gossip_peer_info_t i = info(f, 1);
+    assert_true(i.has_addr);
+    assert_string_equal(i.resolve_error_name, "EAI_NONAME");
+    assert_int_equal(i.resolve_failures, 1);
+    assert_true(nsrv_gossip_peers_ip_known(f->t, (const struct sockaddr *)&moved));
+    nsrv_gossip_peer_set_resolved(p, (const struct sockaddr *)&moved);
+    assert_int_equal(info(f, 1).resolve_error, 0);
+
+    /* A reload with the same name keeps the address; another name forgets it. */
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, conf, 1), 0);
+    assert_true(nsrv_gossip_peer_has_addr(p));
+    nsrv_gossip_peer_conf_t other[1] = {{1, "node1b.example:7946", &k, 1}};
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, other, 1), 0);
+    assert_false(nsrv_gossip_peer_has_addr(p));
+    assert_true(nsrv_gossip_peer_resolve_is_due(p, T0, 5000, false));
+    /* A literal peer has no name to resolve. */
+    nsrv_gossip_peer_conf_t lit[1] = {{1, "10.0.0.1:7946", &k, 1}};
+    assert_int_equal(nsrv_gossip_peers_configure(f->t, lit, 1), 0);
+    assert_null(nsrv_gossip_peer_host(p));
+    assert_int_equal(nsrv_gossip_peer_set_resolved(p, (const struct sockaddr *)&moved), -EINVAL);
+    assert_false(nsrv_gossip_peer_resolve_is_due(p, T0, 5000, false));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 NSRV_TEST_MAIN(NULL, NULL, T(test_accept), T(test_reject_cheap_checks), T(test_reject_incarnation),
@@ -884,5 +964,5 @@ NSRV_TEST_MAIN(NULL, NULL, T(test_accept), T(test_reject_cheap_checks), T(test_r
                T(test_new_incarnation_needs_its_own_anchor), T(test_anchor_for_next_incarnation),
                T(test_anchor_drift_allowance), T(test_anchor_tighter_replaces),
                T(test_offset_tracks_minimum), T(test_rotation_two_keys), T(test_configure),
-               T(test_ipv6_and_mapped), T(test_pull_request_path),
+               T(test_ipv6_and_mapped), T(test_pull_request_path), T(test_named_peer),
                cmocka_unit_test(test_incarnation_persistence))
