@@ -106,4 +106,10 @@ bool nsrv_str_eq_c(nsrv_str_t a, const char *c);
 
 /* Monotonic and wall clocks in milliseconds. */
 uint64_t nsrv_now_mono_ms(void);
+/* The monotonic clock in nanoseconds (the clock nsrv_now_mono_ms reads), so one reading
+ * can serve both a latency and a millisecond timestamp. */
+uint64_t nsrv_now_mono_ns(void);
+static inline uint64_t nsrv_mono_ns_to_ms(uint64_t ns) {
+    return ns / 1000000u;
+}
 int64_t nsrv_now_wall_ms(void);

@@ -79,10 +79,14 @@ bool nsrv_str_eq_c(nsrv_str_t a, const char *c) {
     return nsrv_str_eq(a, nsrv_str_c(c));
 }
 
-uint64_t nsrv_now_mono_ms(void) {
+uint64_t nsrv_now_mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t nsrv_now_mono_ms(void) {
+    return nsrv_mono_ns_to_ms(nsrv_now_mono_ns());
 }
 
 int64_t nsrv_now_wall_ms(void) {

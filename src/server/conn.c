@@ -193,7 +193,8 @@ static void conn_send_iov(nsrv_conn_t *c, const uv_buf_t *iov, unsigned n_iov, s
         }
     }
     if (off == len) {
-        c->last_active_ms = nsrv_now_mono_ms();
+        if (!c->in_batch) /* a batch stamps its own writes (process_frames) */
+            c->last_active_ms = nsrv_now_mono_ms();
         return;
     }
     size_t rest = len - off;
@@ -264,15 +265,20 @@ static void append_reply(nsrv_conn_t *c, const nsrv_cmd_t *resp) {
     c->held_bytes += after->len - before;
 }
 
-/* Runs one decoded request and appends its reply (if any and not deferred). */
-static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
+/*
+ * Runs one decoded request and appends its reply (if any and not deferred).
+ * start_ns is when the request's turn began (the read, or the end of the
+ * previous request of the batch); returns when it ended. One clock reading per
+ * request then serves its latency, the next request's start and the batch
+ * budget (a reading costs as much as the rest of a cached route reply's work).
+ */
+static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, uint64_t start_ns) {
     nsrv_server_t *srv = c->srv;
     if (req->flag & NSRV_FLAG_RESPONSE)
-        return; /* nsrvd sends no requests that expect answers */
+        return start_ns; /* nsrvd sends no requests that expect answers */
     bool oneway = (req->flag & NSRV_FLAG_ONEWAY) != 0;
     srv->requests_total++;
     int slot = nsrv__mreq_slot(req->code);
-    uint64_t start_ns = uv_hrtime();
     nsrv__metrics_request(&srv->reqm, slot);
     nsrv_cmd_t resp;
     /* While shutting down every request is served, and the connection closed once drained.
@@ -285,15 +291,14 @@ static void run_request(nsrv_conn_t *c, const nsrv_cmd_t *req) {
     srv->cur_start_ns = start_ns;
     bool deferred = nsrv_processor_handle(
         srv->proc, req, c->id, c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
-        nsrv_now_mono_ms(), &srv->arena, &srv->body, &resp);
+        nsrv_mono_ns_to_ms(start_ns), &srv->arena, &srv->body, &resp);
     if (deferred)
-        return;
-    if (oneway) {
-        nsrv__metrics_reply(&srv->reqm, slot, false, 0, start_ns, uv_hrtime());
-        return;
-    }
-    append_reply(c, &resp);
-    nsrv__metrics_reply(&srv->reqm, slot, true, resp.code, start_ns, uv_hrtime());
+        return nsrv_now_mono_ns();
+    if (!oneway)
+        append_reply(c, &resp);
+    uint64_t end_ns = nsrv_now_mono_ns();
+    nsrv__metrics_reply(&srv->reqm, slot, !oneway, oneway ? 0 : resp.code, start_ns, end_ns);
+    return end_ns;
 }
 
 /*
@@ -307,7 +312,8 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
     size_t max_frame = (size_t)srv->cfg->max_frame_length;
     size_t used = 0;
     unsigned frames = 0;
-    uint64_t start_ns = uv_hrtime();
+    uint64_t start_ns = nsrv_now_mono_ns();
+    uint64_t now_ns = start_ns;
     c->in_batch = true;
     while (!c->closing && !conn_blocked(c)) {
         size_t frame_len = 0;
@@ -315,7 +321,7 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
         if (rc == NSRV_AGAIN)
             break;
         if (rc == 0 && frames >= BATCH_MIN_FRAMES &&
-            (frames >= BATCH_MAX_FRAMES || uv_hrtime() - start_ns >= BATCH_MAX_NS)) {
+            (frames >= BATCH_MAX_FRAMES || now_ns - start_ns >= BATCH_MAX_NS)) {
             c->yielded = true; /* a whole frame waits: it runs on the next loop turn */
             srv->batch_yields_total++;
             break;
@@ -336,12 +342,15 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
         }
         used += frame_len;
         frames++;
-        run_request(c, &req);
+        now_ns = run_request(c, &req, now_ns);
         if (srv->out.total >= OUT_FLUSH_BYTES)
             flush_out(c);
     }
-    c->in_batch = false;
+    /* The batch's replies go out now: the last request's end stands for their write time. */
+    if (frames)
+        c->last_active_ms = nsrv_mono_ns_to_ms(now_ns);
     flush_out(c);
+    c->in_batch = false;
     if (!c->closing && c->yielded && c->reading)
         c->yield_paused_reading = true; /* resume_cb turns reading back on */
     if (!c->closing && (conn_blocked(c) || c->yielded))
@@ -563,7 +572,7 @@ nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id
 void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp) {
     srv->replies_pending--;
     nsrv__metrics_reply(&srv->reqm, slot->metrics_slot, resp != NULL, resp ? resp->code : 0,
-                        slot->start_ns, uv_hrtime());
+                        slot->start_ns, nsrv_now_mono_ns());
     nsrv_conn_t *c = slot->conn;
     if (!c) {
         slot_free(slot);

@@ -182,7 +182,8 @@ static void write_requests(const nsrv_req_metrics_t *m, nsrv_buf_t *b) {
                                 "%" PRIu64 "\n",
                                 req_names[i].name, resp_names[r].name, m->responses[i][r]);
     family(b, "nsrvd_request_duration_seconds", "histogram",
-           "Time from a request's decoding to its reply being queued (KV and config writes: "
+           "Time from the start of a request's turn (decoding included) to its reply being queued "
+           "(KV and config writes: "
            "on disk), by request code (codes seen so far).");
     for (int i = 0; i < NSRV_MREQ_SLOTS; i++) {
         if (!m->latency[i].count)

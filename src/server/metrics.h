@@ -42,7 +42,7 @@ typedef struct {
 int nsrv__mreq_slot(int request_code);
 /* Counts a request as it arrives. */
 void nsrv__metrics_request(nsrv_req_metrics_t *m, int slot);
-/* Counts its reply (response code) and the time since start_ns (uv_hrtime) it took;
+/* Counts its reply (response code) and the time since start_ns (nsrv_now_mono_ns) it took;
  * oneway requests call it with has_reply false. */
 void nsrv__metrics_reply(nsrv_req_metrics_t *m, int slot, bool has_reply, int response_code,
                          uint64_t start_ns, uint64_t now_ns);

@@ -35,7 +35,7 @@ struct nsrv_reply_slot {
     struct nsrv_conn *conn; /* NULL once the connection closed: freed when filled */
     bool filled;
     int metrics_slot;  /* the request's metrics slot (metrics.h) */
-    uint64_t start_ns; /* when its request was decoded: its latency ends at the fill */
+    uint64_t start_ns; /* when its request's turn began: its latency ends at the fill */
     nsrv_buf_t reply;  /* this slot's reply, once filled */
     nsrv_buf_t after;  /* replies to later requests on the connection */
 };
