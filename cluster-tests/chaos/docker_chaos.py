@@ -148,16 +148,10 @@ class DockerNode:
         self.eng.run("start", self.container)
         self._running = True
         self.stopped = False
-        ip = self.eng.ip(self.container)
-        if ip != self.ip:
-            # podman gives a restarted container a new address; the running peers resolved the
-            # old one and would refuse its gossip and pulls: they re-resolve (nsrvd-add-peer
-            # without arguments: properties rewritten, SIGHUP). The completeness clock starts
-            # after that, so it measures nsrvd, not the engine's address change.
-            self.ip = ip
-            for o in self.others():
-                if o is not self and o.alive():
-                    self.eng.run("exec", o.container, "nsrvd-add-peer")
+        # podman gives a restarted container a new address: the running peers follow it by
+        # themselves (they name it by service name and re-resolve it when its gossip comes
+        # from elsewhere, proto/gossip.md §8.2), so the completeness clock starts here.
+        self.ip = self.eng.ip(self.container)
         self.exec_time = time.monotonic()
 
     def alive(self) -> bool:
@@ -254,9 +248,8 @@ class DockerSuite(Suite):
 
     def measure_complete(self, nd, exclude=(), timeout: float = 5.0):
         """As Suite's, timed from the last node (re)start: a scenario restarts every node it
-        killed before it measures the first, and a container start (plus the peers' reload of
-        its new address) takes about a second, which would otherwise count against the nodes
-        started before it."""
+        killed before it measures the first, and a container start takes a good part of a
+        second, which would otherwise count against the nodes started before it."""
         nd.exec_time = max(o.exec_time for o in self.nodes)
         return super().measure_complete(nd, exclude, timeout)
 
