@@ -6,10 +6,14 @@
 #      NameServer address: they poll http://nsrvd1:9877/rocketmq/nsaddr;
 #   2. nsrvd4 starts; nodes 1-3 get it as a gossip peer with nsrvd-add-peer (config rewritten,
 #      SIGHUP), so their address service starts listing it once its gossip is heard;
-#   3. waits (deadline 300 s: the broker and the client poll the address service every 2 min)
-#      until broker-b is `direct` on nsrvd4 and producer-ns's own log names nsrvd4 in its new
-#      NameServer list (a Java client keeps its current NameServer until that one fails), and
-#      prints the broker's and the client's own log lines that show the new list.
+#   3. waits (deadline 300 s: the broker polls the address service every 10 s, the client
+#      every 2 min) until broker-b is `direct` on nsrvd4 and producer-ns's own log names nsrvd4
+#      in its new NameServer list, and prints the broker's and the client's own log lines;
+#   4. shows the client using node 4: a Java client keeps its current NameServer until that
+#      one fails, so nodes 1-3 are paused (`pause`: same addresses afterwards) until the
+#      client's own log says it chose nsrvd4, nsrvd4's /metrics counts its route queries
+#      (GET_ROUTEINFO_BY_TOPIC, code 105) and the producer's acknowledged count keeps rising;
+#      then nodes 1-3 are unpaused and listed again.
 # Uses podman-compose (or `docker compose` when a Docker engine answers); leaves the cluster
 # running (`... -f docker/docker-compose.yml -f docker/node4.yml down -v` removes it).
 set -euo pipefail
@@ -65,3 +69,42 @@ $engine exec "$(cname broker-b)" sh -c "grep -rihE 'name ?server|namesrv' ~/logs
   | grep -i "$ip4\|addr" | tail -5 || true
 echo "--- producer-ns's own log (~/logs/):"
 $engine exec "$(cname producer-ns)" sh -c "grep -rihE 'name ?server|namesrv' ~/logs/" | grep "$ip4" | tail -5 || true
+
+# 4. The client uses node 4. Pausing nodes 1-3 leaves it nsrvd4 as the only NameServer that
+# answers: each request to a paused one times out (3 s), the client closes that channel and
+# picks the next address of its list ("new name server is chosen"), until it reaches nsrvd4.
+routes4() { # nsrvd4's count of route queries (GET_ROUTEINFO_BY_TOPIC)
+  curl -fsS http://127.0.0.1:29889/metrics | sed -n 's/^nsrvd_requests_by_code_total{code="105"[^}]*} //p'
+}
+acked() { $engine logs "$(cname producer-ns)" 2>/dev/null | grep -c '^ACK ' || true; }
+chose4() {
+  $engine exec "$(cname producer-ns)" sh -c "grep -rih 'new name server is chosen' ~/logs/" \
+    | grep -q "NEW: $ip4:9876"
+}
+routes_above() { [ "$(routes4)" -gt "$1" ]; }
+acked_above() { [ "$(acked)" -gt "$1" ]; }
+listed4() { [ "$(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr | tr ';' '\n' | grep -c ':9876')" -eq 4 ]; }
+unpause123() { for n in 1 2 3; do $engine unpause "$(cname nsrvd$n)" >/dev/null 2>&1 || true; done; }
+
+r0=$(routes4); a0=$(acked)
+echo "before the pause: nsrvd4 answered $r0 route queries; producer-ns had $a0 messages acknowledged"
+t_pause=$(date +%s)
+trap unpause123 EXIT
+for n in 1 2 3; do $engine pause "$(cname nsrvd$n)" >/dev/null; done
+echo "nodes 1-3 paused"
+wait_for 180 "producer-ns chose nsrvd4 as its NameServer (its own log)" chose4
+r1=$(routes4)
+wait_for 120 "nsrvd4 answers producer-ns's route queries (its code-105 counter rises past $r1)" routes_above "$r1"
+a1=$(acked)
+wait_for 60 "producer-ns keeps having messages acknowledged (past $a1)" acked_above "$a1"
+r2=$(routes4); a2=$(acked)
+echo "with nodes 1-3 paused for $(($(date +%s) - t_pause))s: nsrvd4 answered $((r2 - r0)) more route" \
+  "queries (counter $r0 -> $r2); producer-ns's acknowledged count $a0 -> $a2"
+echo "--- producer-ns's own log on choosing its NameServer:"
+$engine exec "$(cname producer-ns)" sh -c "grep -rih 'new name server is chosen' ~/logs/" | tail -4 || true
+echo "--- nsrvd4's /metrics:"
+curl -fsS http://127.0.0.1:29889/metrics | grep '^nsrvd_requests_by_code_total{code="105"'
+unpause123
+trap - EXIT
+wait_for 60 "nodes 1-3 restored: node 1's address service lists all four again" listed4
+echo "node 1's address service: $(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
