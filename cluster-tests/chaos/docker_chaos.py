@@ -146,13 +146,15 @@ class DockerNode:
         if faketime:
             raise RuntimeError("a fake clock needs the namespace mode")
         self.eng.run("start", self.container)
-        self._running = True
-        self.stopped = False
+        started = time.monotonic()
         # podman gives a restarted container a new address: the running peers follow it by
         # themselves (they name it by service name and re-resolve it when its gossip comes
-        # from elsewhere, proto/gossip.md §8.2), so the completeness clock starts here.
+        # from elsewhere, proto/gossip.md §8.2). The observers learn it here, before the node
+        # counts as up again: a route poller must not meet the old address after the restart.
         self.ip = self.eng.ip(self.container)
-        self.exec_time = time.monotonic()
+        self._running = True
+        self.stopped = False
+        self.exec_time = started  # the completeness clock starts when the container started
 
     def alive(self) -> bool:
         return self._running
