@@ -99,9 +99,8 @@ static int encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd, bool with_body) {
     if (body_len > (size_t)INT32_MAX - 4)
         return NSRV_ETOOBIG;
     nsrv_buf_reserve(out, 8 + 128 + (with_body ? body_len : 0));
-    /* Placeholders for N and the header-length word, patched below. */
-    nsrv_buf_append_be32(out, 0);
-    nsrv_buf_append_be32(out, 0);
+    /* Room for N and the header-length word, patched below (reserved above). */
+    out->len += 8;
 
     uint8_t type = cmd->ser_type == NSRV_SER_ROCKETMQ ? NSRV_SER_ROCKETMQ : NSRV_SER_JSON;
     if (type == NSRV_SER_ROCKETMQ) {

@@ -116,6 +116,26 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
     return 0;
 }
 
+static uint8_t *put_be16(uint8_t *w, uint16_t v) {
+    w[0] = (uint8_t)(v >> 8);
+    w[1] = (uint8_t)v;
+    return w + 2;
+}
+
+static uint8_t *put_be32(uint8_t *w, uint32_t v) {
+    w[0] = (uint8_t)(v >> 24);
+    w[1] = (uint8_t)(v >> 16);
+    w[2] = (uint8_t)(v >> 8);
+    w[3] = (uint8_t)v;
+    return w + 4;
+}
+
+static uint8_t *put_bytes(uint8_t *w, const char *p, size_t n) {
+    if (n)
+        memcpy(w, p, n);
+    return w + n;
+}
+
 /* Whether an entry is written: Java skips null keys/values; our int16 key
  * length cannot carry more than 32767 bytes, and a 2 GiB value cannot fit. */
 static bool entry_encodable(const nsrv_ext_field_t *f) {
@@ -136,26 +156,28 @@ int nsrv__hdr_rocketmq_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
         NSRV_HDR_ROCKETMQ_FIXED + remark_len + map_len > NSRV_HDR_LEN_MAX)
         return NSRV_ETOOBIG;
 
+    /* Written in place after one reserve: this runs for every reply. */
     nsrv_buf_reserve(out, NSRV_HDR_ROCKETMQ_FIXED + remark_len + map_len);
-    nsrv_buf_append_be16(out, (uint16_t)cmd->code);
+    uint8_t *w = (uint8_t *)out->data + out->len;
+    w = put_be16(w, (uint16_t)cmd->code);
     /* Java would throw on a null language; JAVA is the harmless stand-in. */
-    nsrv_buf_append_u8(out, nsrv_language_name(cmd->language) ? (uint8_t)cmd->language
-                                                              : (uint8_t)NSRV_LANG_JAVA);
-    nsrv_buf_append_be16(out, (uint16_t)cmd->version);
-    nsrv_buf_append_be32(out, (uint32_t)cmd->opaque);
-    nsrv_buf_append_be32(out, (uint32_t)cmd->flag);
-    nsrv_buf_append_be32(out, (uint32_t)remark_len);
-    if (remark_len)
-        nsrv_buf_append(out, cmd->remark.ptr, remark_len);
-    nsrv_buf_append_be32(out, (uint32_t)map_len);
+    *w++ = nsrv_language_name(cmd->language) ? (uint8_t)cmd->language : (uint8_t)NSRV_LANG_JAVA;
+    w = put_be16(w, (uint16_t)cmd->version);
+    w = put_be32(w, (uint32_t)cmd->opaque);
+    w = put_be32(w, (uint32_t)cmd->flag);
+    w = put_be32(w, (uint32_t)remark_len);
+    w = put_bytes(w, cmd->remark.ptr, remark_len);
+    w = put_be32(w, (uint32_t)map_len);
     for (size_t i = 0; i < cmd->n_ext; i++) {
         const nsrv_ext_field_t *f = &cmd->ext[i];
         if (!entry_encodable(f))
             continue;
-        nsrv_buf_append_be16(out, (uint16_t)f->key.len);
-        nsrv_buf_append(out, f->key.ptr, f->key.len);
-        nsrv_buf_append_be32(out, (uint32_t)f->val.len);
-        nsrv_buf_append(out, f->val.ptr, f->val.len);
+        w = put_be16(w, (uint16_t)f->key.len);
+        w = put_bytes(w, f->key.ptr, f->key.len);
+        w = put_be32(w, (uint32_t)f->val.len);
+        w = put_bytes(w, f->val.ptr, f->val.len);
     }
+    out->len = (size_t)((char *)w - out->data);
+    out->data[out->len] = '\0';
     return 0;
 }
