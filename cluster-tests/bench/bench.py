@@ -47,6 +47,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def gc_summary(log: Path) -> dict:
+    """Pauses, full collections and pause time in a JVM's -Xlog:gc file: a heap too small
+    for the profile shows as many pauses or full GCs (GC thrash)."""
+    pauses = full = 0
+    ms = 0.0
+    text = log.read_text(errors="replace") if log.is_file() else ""
+    for line in text.splitlines():
+        if " Pause " not in line or not line.rstrip().endswith("ms"):
+            continue
+        pauses += 1
+        full += " Pause Full " in line
+        ms += float(line.rsplit(" ", 1)[1][:-2])
+    return {"gc_pauses": pauses, "gc_full": full, "gc_pause_ms": round(ms, 1)}
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -143,7 +158,9 @@ class Java(Server):
         conf.write_text(f"listenPort={port}\nrocketmqHome={workdir}\nkvConfigPath={workdir}/kv.json\n"
                         f"configStorePath={workdir}/namesrv.properties\n")
         heap = profile.java_heap or self.heap
-        return ["java", "-server", f"-Xms{heap}", f"-Xmx{heap}", *J17_OPTS, f"-Duser.home={workdir}",
+        # The GC log shows whether the heap fits the profile (gc_summary): pauses, full GCs.
+        return ["java", "-server", f"-Xms{heap}", f"-Xmx{heap}", f"-Xlog:gc:file={workdir}/gc.log", *J17_OPTS,
+                f"-Duser.home={workdir}",
                 f"-Drocketmq.home.dir={workdir}", "-cp", self.cp, "org.apache.rocketmq.namesrv.NamesrvStartup",
                 "-c", str(conf)]
 
@@ -195,10 +212,14 @@ def profiles(smoke: bool, fixed_rate: int) -> List[Profile]:
                               ["-c", "4", "-r", "2000", "--brokers", "10", "--topics", str(100 // s)],
                               reg_topics=n, reg_compressed=comp))
     ps += [
+        # Brokers start over a ramp, as a fleet does, and wait as long as a slow server needs:
+        # what is measured is the memory that holds the data, not how fast it arrived.
         Profile("MEM-1000x100", "Memory: 1,000 brokers x 100 topics", "memory",
-                ["-b", str(1000 // s), "-t", "100"], java_heap="1g"),
+                ["-b", str(1000 // s), "-t", "100", "--ramp", str(10000 // s), "--req-timeout-ms", "120000"],
+                java_heap="256m"),
         Profile("MEM-100x10000", "Memory: 100 brokers x 10,000 topics", "memory",
-                ["-b", str(100 // s), "-t", str(10000 // s)], java_heap="2g"),
+                ["-b", str(100 // s), "-t", str(10000 // s), "--ramp", str(30000 // s), "--req-timeout-ms", "120000"],
+                java_heap="2g"),
         Profile("START", "Start-up to first answer", "startup"),
     ]
     for n in ([1000] if smoke else [1000, 10000, 100000]):
@@ -292,9 +313,17 @@ class Runner:
                 res["rss_kib"] = srv.rss_kib()
             if sim:
                 self.sim_stop(sim, workdir, "data")
+            if isinstance(srv, Java):
+                res["java_heap"] = p.java_heap or srv.heap
+                res.update(gc_summary(workdir / "gc.log"))
             return res
         finally:
             srv.stop()
+
+
+# What the progress line shows of a cell.
+SHOWN_KEYS = ("qps", "p99_us", "rss_kib", "startup_ms", "reg_p50_us", "java_heap", "gc_pauses", "gc_full",
+              "gc_pause_ms", "error")
 
 
 def load_average() -> str:
@@ -332,7 +361,7 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
     lines = [f"Run {meta['date']} on {meta['machine']}; load average before/after: {meta['load_before']} / "
              f"{meta['load_after']}. Server on CPU {SERVER_CPU}, load generator on CPU {LOAD_CPU}; "
              f"{meta['seconds']} s per cell after a warm-up ({meta['warmup']} s for Java, 2 s for the others). "
-             f"Java heap: -Xms/-Xmx 1g (2g in MEM-100x10000). Ratios: throughput vs the ceiling, "
+             "Java heap: -Xms/-Xmx 1g unless its cell says otherwise. Ratios: throughput vs the ceiling, "
              "the rest vs Java (lower is better).", ""]
     lines.append("| Profile | " + " | ".join(names) + " | nsrvd ratio |")
     lines.append("|---|" + "---|" * (len(names) + 1))
@@ -356,6 +385,10 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
                     extra = f" (route p99 {fmt(r.get('p99_us'), 'us')})"
                 if p.kind == "growth":
                     extra += f", {fmt(r.get('rss_kib'), 'kib')}"
+                if p.kind == "memory" and r.get("java_heap"):
+                    # The heap it was given, and whether it fitted (GC pauses while registering).
+                    extra += (f" (-Xmx{r['java_heap']}: {r.get('gc_pauses', 0)} GC pauses, "
+                              f"{r.get('gc_full', 0)} full, {r.get('gc_pause_ms', 0):.0f} ms)")
                 cells.append(fmt(r.get(key), unit) + extra)
         mine = results.get(p.key, {}).get("nsrvd") or {}
         other = results.get(p.key, {}).get(ref) or {}
@@ -368,7 +401,8 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
             r = results.get(p.key, {}).get(s.name) or {}
             rows.append({"profile": p.key, "server": s.name, **{k: r.get(k, "") for k in
                          ("qps", "p50_us", "p99_us", "p999_us", "reply_bytes", "errors", "rss_kib", "startup_ms",
-                          "reg_count", "reg_p50_us", "reg_p99_us", "error")}, "unavailable": s.why_not})
+                          "reg_count", "reg_p50_us", "reg_p99_us", "java_heap", "gc_pauses", "gc_full",
+                          "gc_pause_ms", "error")}, "unavailable": s.why_not})
     unavailable = [f"- {s.name}: {s.why_not}" for s in servers if s.why_not]
     if unavailable:
         lines += ["", "Not measured:"] + unavailable
@@ -392,7 +426,12 @@ def main() -> int:
     ap.add_argument("--fixed-rate", type=int, default=0, help="default: half of Java's P1b rate, else 20000")
     ap.add_argument("--only", default="", help="comma-separated profile keys")
     ap.add_argument("--servers", default="nsrvd,ceiling,java-5.3.3,rocketmq-rust")
-    ap.add_argument("--register-timeout", type=float, default=600, help="seconds for a profile's data")
+    ap.add_argument("--register-timeout", type=float, default=240, help="seconds for a profile's data")
+    ap.add_argument("--max-minutes", type=float, default=50,
+                    help="cells not started by then are skipped (listed as such): the whole run is bounded "
+                    "by this plus one cell")
+    ap.add_argument("--java-heap", default="", help="KEY=SIZE,...: the Java heap (-Xms/-Xmx) for these profiles "
+                    "(default 1g; the memory profiles have their own)")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--tsv", default="", help="smoke: one passed/failed line per cell")
     a = ap.parse_args()
@@ -420,7 +459,11 @@ def main() -> int:
     ps = profiles(a.smoke, a.fixed_rate or 20000)
     only = set(a.only.split(",")) - {""}
     ps = [p for p in ps if not only or p.key in only]
+    heaps = dict(kv.split("=", 1) for kv in a.java_heap.split(",") if kv)
+    for p in ps:
+        p.java_heap = heaps.get(p.key, p.java_heap)
     tsv = []
+    deadline = time.monotonic() + a.max_minutes * 60
     for p in ps:
         if p.key == "FIXED" and not a.fixed_rate:
             java = results.get("P1b", {}).get("java-5.3.3", {})
@@ -438,6 +481,10 @@ def main() -> int:
                 p.reply_bytes = int(results.get(p.key, {}).get("nsrvd", {}).get("reply_bytes", 0))
             workdir = out / "work" / p.key / s.name
             t0 = time.monotonic()
+            if t0 > deadline:
+                results.setdefault(p.key, {})[s.name] = {"error": f"not run: --max-minutes {a.max_minutes:g} spent"}
+                tsv.append(f"failed\tbench/{p.key}/{s.name}")
+                continue
             try:
                 r = runner.run_cell(s, p, workdir)
                 ok = not r.get("errors") and not r.get("reg_failed")
@@ -446,7 +493,7 @@ def main() -> int:
             results.setdefault(p.key, {})[s.name] = r
             tsv.append(f"{'passed' if ok else 'failed'}\tbench/{p.key}/{s.name}")
             print(f"{p.key:16} {s.name:14} {time.monotonic() - t0:5.1f}s "
-                  f"{json.dumps({k: r[k] for k in r if k in ('qps', 'p99_us', 'rss_kib', 'startup_ms', 'reg_p50_us', 'error')})}",
+                  f"{json.dumps({k: r[k] for k in r if k in SHOWN_KEYS})}",
                   flush=True)
     meta["load_after"] = load_average()
     write_tables(out, servers, ps, results, meta)

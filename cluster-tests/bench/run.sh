@@ -44,10 +44,13 @@ fi
 rust_bin=$rust_root/bin/rocketmq-namesrv-rust
 rust_why="not requested (run.sh --rust)"
 if [ "$rust" = 1 ] && [ ! -x "$rust_bin" ]; then
-  echo "building rocketmq-namesrv $rust_version with cargo (once; cached in $rust_root)"
+  echo "building rocketmq-namesrv $rust_version with cargo (once; cached in $rust_root; log: $rust_root/install.log)"
   mkdir -p "$rust_root"
-  if ! nice cargo install --locked --root "$rust_root" --version "$rust_version" rocketmq-namesrv \
-    >"$rust_root/install.log" 2>&1; then
+  # The build directory is kept (CARGO_TARGET_DIR) so an interrupted build resumes where it
+  # stopped; cargo's lock on it makes a second run wait for a build already under way.
+  # On 2 cores the build takes well over an hour: -j1 under nice leaves the other core usable.
+  if ! CARGO_TARGET_DIR="$rust_root/target" nice -n 19 cargo install --locked --root "$rust_root" \
+    --version "$rust_version" rocketmq-namesrv -j "${NSRV_CARGO_JOBS:-1}" >>"$rust_root/install.log" 2>&1; then
     rust_why="cargo install rocketmq-namesrv $rust_version failed (see $rust_root/install.log)"
   fi
 fi
