@@ -26,6 +26,8 @@ void nsrv_buf_reserve(nsrv_buf_t *b, size_t extra);
 void nsrv_buf_append(nsrv_buf_t *b, const void *p, size_t n);
 void nsrv_buf_append_c(nsrv_buf_t *b, const char *s);
 void nsrv_buf_append_ch(nsrv_buf_t *b, char c);
+/* The separator of a JSON list or object: ',' unless *first (the first item), then clears it. */
+void nsrv_buf_append_sep(nsrv_buf_t *b, bool *first);
 void nsrv_buf_append_u8(nsrv_buf_t *b, uint8_t v);
 void nsrv_buf_append_be16(nsrv_buf_t *b, uint16_t v);
 void nsrv_buf_append_be32(nsrv_buf_t *b, uint32_t v);

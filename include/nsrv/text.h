@@ -20,6 +20,13 @@ bool nsrv_parse_int(const char *s, size_t len, int64_t min, int64_t max, int64_t
 /* One or more ASCII digits and nothing else (no sign), value <= max. */
 bool nsrv_parse_uint(const char *s, size_t len, uint64_t max, uint64_t *out);
 
+/*
+ * The control character a backslash escape letter stands for, when the letter
+ * is one of `known` (a subset of "bfnrt": JSON knows all five, Java
+ * Properties all but b); 0 for any other letter, NUL included.
+ */
+char nsrv_unescape_letter(char letter, const char *known);
+
 /* ' ', '\t', '\n', '\v', '\f' or '\r': C's isspace in the C locale. */
 bool nsrv_is_space(char c);
 

@@ -55,6 +55,12 @@ void nsrv_buf_append_ch(nsrv_buf_t *b, char c) {
     b->data[b->len] = '\0';
 }
 
+void nsrv_buf_append_sep(nsrv_buf_t *b, bool *first) {
+    if (!*first)
+        nsrv_buf_append_ch(b, ',');
+    *first = false;
+}
+
 void nsrv_buf_append_u8(nsrv_buf_t *b, uint8_t v) {
     nsrv_buf_append_ch(b, (char)v);
 }

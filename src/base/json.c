@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "nsrv/common.h"
+#include "nsrv/text.h"
 #include "nsrv/utf8.h"
 
 typedef struct {
@@ -153,21 +154,6 @@ static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
         case '\'':
             d[n++] = c;
             break;
-        case 'b':
-            d[n++] = '\b';
-            break;
-        case 'f':
-            d[n++] = '\f';
-            break;
-        case 'n':
-            d[n++] = '\n';
-            break;
-        case 'r':
-            d[n++] = '\r';
-            break;
-        case 't':
-            d[n++] = '\t';
-            break;
         case 'u': {
             unsigned cp;
             if (ps->end - ps->p < 4 || hex4(ps->p, &cp) != 0)
@@ -187,8 +173,13 @@ static int parse_string(parser_t *ps, const char **out, size_t *out_len) {
             n += put_utf8(d + n, cp);
             break;
         }
-        default:
-            return fail(ps, "bad escape");
+        default: {
+            char control = nsrv_unescape_letter(c, "bfnrt");
+            if (!control)
+                return fail(ps, "bad escape");
+            d[n++] = control;
+            break;
+        }
         }
     }
     if (ps->p >= ps->end)

@@ -39,6 +39,15 @@ bool nsrv_parse_int(const char *s, size_t len, int64_t min, int64_t max, int64_t
     return true;
 }
 
+char nsrv_unescape_letter(char letter, const char *known) {
+    static const char letters[] = "bfnrt";
+    static const char controls[] = "\b\f\n\r\t";
+    const char *at = letter ? strchr(letters, letter) : NULL;
+    if (!at || !strchr(known, letter))
+        return 0;
+    return controls[at - letters];
+}
+
 bool nsrv_is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }

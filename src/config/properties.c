@@ -14,6 +14,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
+#include "nsrv/text.h"
 #include "nsrv/utf8.h"
 
 /* FNV-1a: uthash's default Jenkins hash has unannotated switch fall-throughs
@@ -263,18 +264,6 @@ static int load_convert(const char *s, size_t begin, size_t end, nsrv_buf_t *out
             break; /* cannot happen after readLine; drop a lone backslash */
         c = s[i++];
         switch (c) {
-        case 't':
-            nsrv_buf_append_ch(out, '\t');
-            break;
-        case 'n':
-            nsrv_buf_append_ch(out, '\n');
-            break;
-        case 'r':
-            nsrv_buf_append_ch(out, '\r');
-            break;
-        case 'f':
-            nsrv_buf_append_ch(out, '\f');
-            break;
         case 'u': {
             int32_t u = read_u_escape(s, end, &i);
             if (u < 0) {
@@ -312,7 +301,9 @@ static int load_convert(const char *s, size_t begin, size_t end, nsrv_buf_t *out
                 *why = "NUL byte in key or value";
                 return -1;
             }
-            nsrv_buf_append_ch(out, c);
+            /* \t \n \r \f; any other escaped char (\b too) stands for itself. */
+            char control = nsrv_unescape_letter(c, "tnrf");
+            nsrv_buf_append_ch(out, control ? control : c);
             break;
         }
     }

@@ -126,46 +126,34 @@ static int read_any_int(nsrv__mp_r_t *r, bool *neg, uint64_t *u, int64_t *s) {
         *s = (int8_t)t;
         return 0;
     }
-    switch (t) {
-    case 0xcc:
-    case 0xcd:
-    case 0xce:
-    case 0xcf: {
-        size_t n = (size_t)1 << (t - 0xcc);
-        if (take_be(r, n, &v) != 0)
-            return -EPROTO;
+    /* 0xcc-0xcf: uint 8/16/32/64, 0xd0-0xd3: int 8/16/32/64; the low two bits give the width. */
+    if (t < 0xcc || t > 0xd3)
+        return -EPROTO;
+    size_t n = (size_t)1 << (t & 3);
+    if (take_be(r, n, &v) != 0)
+        return -EPROTO;
+    if (t <= 0xcf) {
         *neg = false;
         *u = v;
         return 0;
     }
-    case 0xd0:
-    case 0xd1:
-    case 0xd2:
-    case 0xd3: {
-        size_t n = (size_t)1 << (t - 0xd0);
-        if (take_be(r, n, &v) != 0)
-            return -EPROTO;
-        int64_t sv;
-        if (n == 1)
-            sv = (int8_t)(uint8_t)v;
-        else if (n == 2)
-            sv = (int16_t)(uint16_t)v;
-        else if (n == 4)
-            sv = (int32_t)(uint32_t)v;
-        else
-            sv = (int64_t)v;
-        if (sv >= 0) {
-            *neg = false;
-            *u = (uint64_t)sv;
-        } else {
-            *neg = true;
-            *s = sv;
-        }
-        return 0;
+    int64_t sv;
+    if (n == 1)
+        sv = (int8_t)(uint8_t)v;
+    else if (n == 2)
+        sv = (int16_t)(uint16_t)v;
+    else if (n == 4)
+        sv = (int32_t)(uint32_t)v;
+    else
+        sv = (int64_t)v;
+    if (sv >= 0) {
+        *neg = false;
+        *u = (uint64_t)sv;
+    } else {
+        *neg = true;
+        *s = sv;
     }
-    default:
-        return -EPROTO;
-    }
+    return 0;
 }
 
 int nsrv__mp_r_uint(nsrv__mp_r_t *r, uint64_t *v, uint64_t max) {

@@ -164,24 +164,25 @@ void nsrv__gossip_put_prefix(nsrv_buf_t *out, const nsrv_gossip_msg_t *m, size_t
     nsrv__mp_w_array(&w, (uint32_t)nlist);
 }
 
+/* Entries and tombstones are 6-arrays that both start [bkey, counter, timestamp, stateVersion]. */
+static void put_bkey_dv(nsrv__mp_w_t *w, uint64_t bkey, const nsrv_data_version_t *dv) {
+    nsrv__mp_w_array(w, 6);
+    nsrv__mp_w_uint(w, bkey);
+    nsrv__mp_w_int(w, dv->counter);
+    nsrv__mp_w_int(w, dv->timestamp);
+    nsrv__mp_w_int(w, dv->state_version);
+}
+
 void nsrv__gossip_put_entry(nsrv_buf_t *out, const nsrv_gossip_entry_t *e) {
     nsrv__mp_w_t w = {out};
-    nsrv__mp_w_array(&w, 6);
-    nsrv__mp_w_uint(&w, e->bkey);
-    nsrv__mp_w_int(&w, e->dv.counter);
-    nsrv__mp_w_int(&w, e->dv.timestamp);
-    nsrv__mp_w_int(&w, e->dv.state_version);
+    put_bkey_dv(&w, e->bkey, &e->dv);
     nsrv__mp_w_uint(&w, e->age_ms);
     nsrv__mp_w_uint(&w, e->flags);
 }
 
 void nsrv__gossip_put_tomb(nsrv_buf_t *out, const nsrv_gossip_tomb_t *t) {
     nsrv__mp_w_t w = {out};
-    nsrv__mp_w_array(&w, 6);
-    nsrv__mp_w_uint(&w, t->bkey);
-    nsrv__mp_w_int(&w, t->dv.counter);
-    nsrv__mp_w_int(&w, t->dv.timestamp);
-    nsrv__mp_w_int(&w, t->dv.state_version);
+    put_bkey_dv(&w, t->bkey, &t->dv);
     nsrv__mp_w_uint(&w, t->reason);
     nsrv__mp_w_uint(&w, t->age_ms);
 }

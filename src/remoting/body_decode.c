@@ -238,16 +238,10 @@ int nsrv_data_version_decode(const uint8_t *body, size_t len, nsrv_arena_t *aren
 }
 
 static int queue_data_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o, nsrv_queue_data_t *out) {
-#define QD(key, kind, field)                                                                       \
-    { key, key, kind, offsetof(nsrv_queue_data_t, field) }
     static const nsrv_body_field_t fields[] = {
-        QD("brokerName", NSRV_BODY_STR, broker_name),
-        QD("readQueueNums", NSRV_BODY_I32, read_queue_nums),
-        QD("writeQueueNums", NSRV_BODY_I32, write_queue_nums),
-        QD("perm", NSRV_BODY_I32, perm),
-        QD("topicSysFlag", NSRV_BODY_I32, topic_sys_flag),
+        NSRV_BODY_FIELD(nsrv_queue_data_t, "brokerName", NSRV_BODY_STR, broker_name),
+        NSRV_BODY_QUEUE_FIELDS(nsrv_queue_data_t),
     };
-#undef QD
     nsrv_queue_data_t q = {NULL, 0, 0, 0, 0};
     int rc = nsrv__body_read_fields(d, o, fields, NSRV_ARRAY_LEN(fields), &q);
     if (rc == 0)

@@ -6,6 +6,7 @@
 #include "nsrv/register_body.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <string.h>
 
@@ -42,11 +43,8 @@ static void put_mapping(nsrv_buf_t *o, const nsrv_mapping_info_t *m) {
     put_member_str(o, "{\"bname\":", m->bname);
     nsrv_buf_append_c(o, ",\"currIdMap\":{");
     for (size_t i = 0; i < m->n_curr_id; i++) {
-        if (i)
-            nsrv_buf_append_ch(o, ',');
-        nsrv_buf_append_i64(o, m->curr_id_map[i].key);
-        nsrv_buf_append_ch(o, ':');
-        nsrv_buf_append_i64(o, m->curr_id_map[i].val);
+        nsrv_buf_printf(o, "%s%" PRId32 ":%" PRId32, i ? "," : "", m->curr_id_map[i].key,
+                        m->curr_id_map[i].val);
     }
     nsrv_buf_append_c(o, m->dirty ? "},\"dirty\":true" : "},\"dirty\":false");
     put_num(o, ",\"epoch\":", m->epoch);

@@ -56,6 +56,16 @@ typedef struct {
     nsrv_body_kind_t kind;
     size_t offset; /* offsetof the const char * / int32_t / int64_t field */
 } nsrv_body_field_t;
+/* The entry for member key, read into field of struct T and named by its key in errors. */
+#define NSRV_BODY_FIELD(T, key, kind, field)                                                       \
+    { key, key, kind, offsetof(T, field) }
+/* The members TopicConfig and QueueData share (queue counts, permission, system flag), with
+ * the same names and casts, as the entries of struct T. */
+#define NSRV_BODY_QUEUE_FIELDS(T)                                                                  \
+    NSRV_BODY_FIELD(T, "readQueueNums", NSRV_BODY_I32, read_queue_nums),                           \
+        NSRV_BODY_FIELD(T, "writeQueueNums", NSRV_BODY_I32, write_queue_nums),                     \
+        NSRV_BODY_FIELD(T, "perm", NSRV_BODY_I32, perm),                                           \
+        NSRV_BODY_FIELD(T, "topicSysFlag", NSRV_BODY_I32, topic_sys_flag)
 /* Reads the members of object o named in fields[0..n) into the struct at out, with the casts
  * of nsrv__body_get_*; other members are ignored; a repeated member's last value counts. */
 int nsrv__body_read_fields(nsrv_body_dctx_t *d, const nsrv_json_t *o,

@@ -22,16 +22,10 @@ static int topic_config_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
         return nsrv__body_fail(d, "topicConfigTable value is not an object");
     nsrv_topic_config_t tc = {NULL, TOPIC_DEFAULT_QUEUE_NUMS, TOPIC_DEFAULT_QUEUE_NUMS,
                               TOPIC_DEFAULT_PERM, 0};
-#define TC(key, kind, field)                                                                       \
-    { key, key, kind, offsetof(nsrv_topic_config_t, field) }
     static const nsrv_body_field_t fields[] = {
-        TC("topicName", NSRV_BODY_STR, topic_name),
-        TC("readQueueNums", NSRV_BODY_I32, read_queue_nums),
-        TC("writeQueueNums", NSRV_BODY_I32, write_queue_nums),
-        TC("perm", NSRV_BODY_I32, perm),
-        TC("topicSysFlag", NSRV_BODY_I32, topic_sys_flag),
+        NSRV_BODY_FIELD(nsrv_topic_config_t, "topicName", NSRV_BODY_STR, topic_name),
+        NSRV_BODY_QUEUE_FIELDS(nsrv_topic_config_t),
     };
-#undef TC
     int rc = nsrv__body_read_fields(d, o, fields, NSRV_ARRAY_LEN(fields), &tc);
     if (rc)
         return rc;
@@ -41,15 +35,22 @@ static int topic_config_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
     return 0;
 }
 
-/* currIdMap is Map<Integer,Integer>: fastjson writes the keys bare ({0:0}). */
-static int curr_id_map_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
-                                 nsrv_mapping_info_t *m) {
+/* For a map member named what: 1 when o is an object with members, 0 when it is null or
+ * empty (nothing to read), or the error when it is not an object. */
+static int members_to_read(nsrv_body_dctx_t *d, const nsrv_json_t *o, const char *what) {
     if (nsrv__body_is_null(o))
         return 0;
     if (o->type != NSRV_JSON_OBJECT)
-        return nsrv__body_fail(d, "currIdMap is not an object");
-    if (o->count == 0)
-        return 0;
+        return nsrv__body_fail(d, "%s is not an object", what);
+    return o->count > 0;
+}
+
+/* currIdMap is Map<Integer,Integer>: fastjson writes the keys bare ({0:0}). */
+static int curr_id_map_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
+                                 nsrv_mapping_info_t *m) {
+    int members = members_to_read(d, o, "currIdMap");
+    if (members <= 0)
+        return members;
     nsrv_int_pair_t *pairs = nsrv_arena_alloc(d->arena, o->count * sizeof *pairs);
     size_t n = 0;
     for (const nsrv_json_t *e = o->child; e; e = e->next) {
@@ -139,12 +140,9 @@ static int filter_list_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *a,
 
 static int topic_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
                                  nsrv_register_body_t *b) {
-    if (nsrv__body_is_null(o))
-        return 0;
-    if (o->type != NSRV_JSON_OBJECT)
-        return nsrv__body_fail(d, "topicConfigTable is not an object");
-    if (o->count == 0)
-        return 0;
+    int members = members_to_read(d, o, "topicConfigTable");
+    if (members <= 0)
+        return members;
     int rc = nsrv__body_check_topics(d, o->count);
     if (rc)
         return rc;
@@ -166,12 +164,9 @@ static int topic_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
 
 static int mapping_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
                                    nsrv_register_body_t *b) {
-    if (nsrv__body_is_null(o))
-        return 0;
-    if (o->type != NSRV_JSON_OBJECT)
-        return nsrv__body_fail(d, "topicQueueMappingInfoMap is not an object");
-    if (o->count == 0)
-        return 0;
+    int members = members_to_read(d, o, "topicQueueMappingInfoMap");
+    if (members <= 0)
+        return members;
     nsrv_mapping_info_t *mi = nsrv_arena_alloc(d->arena, o->count * sizeof *mi);
     size_t n = 0;
     for (const nsrv_json_t *e = o->child; e; e = e->next) {

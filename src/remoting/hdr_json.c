@@ -234,9 +234,7 @@ void nsrv__hdr_json_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
             const nsrv_ext_field_t *f = &cmd->ext[i];
             if (!f->key.ptr || !f->val.ptr)
                 continue; /* fastjson skips null map values */
-            if (!first)
-                nsrv_buf_append_ch(out, ',');
-            first = false;
+            nsrv_buf_append_sep(out, &first);
             nsrv_json_write_str(out, f->key.ptr, f->key.len, NSRV_JSON_ESC_DEFAULT);
             nsrv_buf_append_ch(out, ':');
             nsrv_json_write_str(out, f->val.ptr, f->val.len, NSRV_JSON_ESC_DEFAULT);

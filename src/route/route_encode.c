@@ -62,9 +62,7 @@ static void write_long(nsrv_buf_t *out, int64_t v, nsrv_route_json_t mode) {
 
 static void write_addr_entry(nsrv_buf_t *out, bool *first, int64_t id, const char *addr,
                              nsrv_route_json_t mode) {
-    if (!*first)
-        nsrv_buf_append_ch(out, ',');
-    *first = false;
+    nsrv_buf_append_sep(out, first);
     write_key_num(out, id, mode);
     nsrv__route_write_str(out, addr, mode);
 }
@@ -218,9 +216,7 @@ static void write_filter_servers(const nsrv_route_t *rt, const bd_view_t *v, siz
             continue; /* a HashMap put: the later group's list wins */
         if (addr_dropped(v, nb, e[i].addr))
             continue;
-        if (!first)
-            nsrv_buf_append_ch(out, ',');
-        first = false;
+        nsrv_buf_append_sep(out, &first);
         write_key_str(out, e[i].addr, mode);
         nsrv_buf_append_ch(out, '[');
         for (size_t k = 0; k < e[i].f->n; k++) {
@@ -306,9 +302,7 @@ int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_r
     for (size_t i = 0; i < nb; i++) {
         if (!v[i].keep)
             continue;
-        if (!first)
-            nsrv_buf_append_ch(out, ',');
-        first = false;
+        nsrv_buf_append_sep(out, &first);
         nsrv__route_write_bd(out, v[i].b, mode, v[i].rewrite);
     }
     nsrv_buf_append_ch(out, ']');
@@ -322,9 +316,7 @@ int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_r
     for (size_t i = 0; i < t->n_qds; i++) {
         if (zone && !qd_kept(v, nb, t->qds[i]))
             continue;
-        if (!first)
-            nsrv_buf_append_ch(out, ',');
-        first = false;
+        nsrv_buf_append_sep(out, &first);
         write_qd(out, t->qds[i], mode);
     }
     nsrv_buf_append_ch(out, ']');

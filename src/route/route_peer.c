@@ -25,19 +25,21 @@ int nsrv_data_version_cmp(const nsrv_data_version_t *a, const nsrv_data_version_
 
 static void fill_info(const nsrv_route_t *rt, const rt_live_t *l, nsrv_route_live_info_t *out) {
     const rt_bname_t *b = l->name ? nsrv__route_bname_find(rt, l->name) : NULL;
-    out->cluster = l->k.cluster;
-    out->broker_addr = l->k.addr;
-    out->broker_name = l->name ? l->name : "";
-    out->broker_id = l->id;
-    out->ha_server_addr = l->ha_addr;
-    out->zone_name = b && b->present ? b->zone : NULL;
-    out->acting_master = l->acting_master;
-    out->timeout_ms = l->timeout_ms;
-    out->data_version = l->dv;
-    out->last_direct_ms = l->last_direct_ms;
-    out->last_seen_ms = l->last_seen_ms;
-    out->created_ms = l->created_ms;
-    out->conn_id = l->conn_id;
+    *out = (nsrv_route_live_info_t){
+        .cluster = l->k.cluster,
+        .broker_addr = l->k.addr,
+        .broker_name = l->name ? l->name : "",
+        .broker_id = l->id,
+        .ha_server_addr = l->ha_addr,
+        .zone_name = b && b->present ? b->zone : NULL,
+        .acting_master = l->acting_master,
+        .timeout_ms = l->timeout_ms,
+        .data_version = l->dv,
+        .last_direct_ms = l->last_direct_ms,
+        .last_seen_ms = l->last_seen_ms,
+        .created_ms = l->created_ms,
+        .conn_id = l->conn_id,
+    };
 }
 
 void nsrv_route_foreach_live(nsrv_route_t *rt, uint64_t now_ms,

@@ -79,9 +79,7 @@ void nsrv_route_cluster_info(nsrv_route_t *rt, uint64_t now_ms, nsrv_buf_t *out)
     for (const rt_bname_t *b = rt->bnames; b; b = b->hh.next) {
         if (!b->present)
             continue;
-        if (!first)
-            nsrv_buf_append_ch(out, ',');
-        first = false;
+        nsrv_buf_append_sep(out, &first);
         nsrv__route_write_str(out, b->name, NSRV_ROUTE_JSON_DEFAULT);
         nsrv_buf_append_ch(out, ':');
         nsrv__route_write_bd(out, b, NSRV_ROUTE_JSON_DEFAULT, false);
@@ -124,9 +122,7 @@ void nsrv_route_member_group(nsrv_route_t *rt, const char *cluster, const char *
 }
 
 static void list_item(nsrv_buf_t *out, bool *first, const char *s) {
-    if (!*first)
-        nsrv_buf_append_ch(out, ',');
-    *first = false;
+    nsrv_buf_append_sep(out, first);
     nsrv__route_write_str(out, s, NSRV_ROUTE_JSON_DEFAULT);
 }
 

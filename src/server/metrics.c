@@ -17,25 +17,22 @@
 #include "nsrv/writer.h"
 #include "server_int.h"
 
-static const struct {
+/* A code and its name per metrics slot, in slot order; the last slot (OTHER) has code -1. */
+typedef struct {
     int code;
     const char *name;
-} req_names[NSRV_MREQ_SLOTS] = {
-#define X(code, name) {code, #name},
-#include "request_codes.def"
-#undef X
-    {-1, "OTHER"},
-};
+} slot_name_t;
 
-static const struct {
-    int code;
-    const char *name;
-} resp_names[NSRV_MRESP_SLOTS] = {
 #define X(code, name) {code, #name},
-#include "response_codes.def"
-#undef X
+static const slot_name_t req_names[NSRV_MREQ_SLOTS] = {
+#include "request_codes.def"
     {-1, "OTHER"},
 };
+static const slot_name_t resp_names[NSRV_MRESP_SLOTS] = {
+#include "response_codes.def"
+    {-1, "OTHER"},
+};
+#undef X
 
 int nsrv__mreq_slot(int request_code) {
     switch (request_code) {
@@ -49,16 +46,12 @@ int nsrv__mreq_slot(int request_code) {
     }
 }
 
+/* The response list is short (a handful of codes): a scan, ending at OTHER. */
 static int mresp_slot(int response_code) {
-    switch (response_code) {
-#define X(code, name)                                                                              \
-    case code:                                                                                     \
-        return NSRV_MRESP_##name;
-#include "response_codes.def"
-#undef X
-    default:
-        return NSRV_MRESP_OTHER;
-    }
+    int r = 0;
+    while (r < NSRV_MRESP_OTHER && resp_names[r].code != response_code)
+        r++;
+    return r;
 }
 
 void nsrv__metrics_request(nsrv_req_metrics_t *m, int slot) {

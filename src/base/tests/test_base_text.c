@@ -92,6 +92,19 @@ static void test_blank(void **state) {
     assert_false(nsrv_is_space('_'));
 }
 
+/* JSON's five letters; Java Properties has no \b; NUL and other letters are not escapes. */
+static void test_unescape_letter(void **state) {
+    (void)state;
+    const char *letters = "bfnrt", *controls = "\b\f\n\r\t";
+    for (int i = 0; letters[i]; i++)
+        assert_int_equal(nsrv_unescape_letter(letters[i], "bfnrt"), controls[i]);
+    assert_int_equal(nsrv_unescape_letter('t', "tnrf"), '\t');
+    assert_int_equal(nsrv_unescape_letter('b', "tnrf"), 0);
+    assert_int_equal(nsrv_unescape_letter('u', "bfnrt"), 0);
+    assert_int_equal(nsrv_unescape_letter('\0', "bfnrt"), 0);
+    assert_int_equal(nsrv_unescape_letter('x', "x"), 0);
+}
+
 static void test_fail_and_strerror(void **state) {
     (void)state;
     char err[16] = "";
@@ -108,4 +121,5 @@ static void test_fail_and_strerror(void **state) {
 }
 
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_parse_int), cmocka_unit_test(test_parse_uint),
-               cmocka_unit_test(test_blank), cmocka_unit_test(test_fail_and_strerror))
+               cmocka_unit_test(test_blank), cmocka_unit_test(test_unescape_letter),
+               cmocka_unit_test(test_fail_and_strerror))

@@ -18,6 +18,9 @@
 #include "nsrv/fileio.h"
 #include "testlib.h"
 
+/* The example file must parse to exactly the defaults. */
+#define NSRV_EXAMPLE_CONF NSRV_SOURCE_DIR "/conf/nsrvd.properties.example"
+
 /* proto/requests.md §2.19, verbatim: the Java 5.x default body with
  * user.home=/srv/nsrv-home and ROCKETMQ_HOME=/opt/rocketmq. */
 static const char java_default_body[] =

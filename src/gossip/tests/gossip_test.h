@@ -91,6 +91,9 @@ static inline nsrv_gossip_send_opts_t gt_opts(uint8_t dst, uint32_t budget, uint
     return o;
 }
 
+/* The vectors of proto/vectors/gossip (NSRV_SOURCE_DIR comes from nsrv_add_test). */
+#define NSRV_GOSSIP_VECTORS NSRV_SOURCE_DIR "/proto/vectors/gossip"
+
 /* Reads a hex file (whitespace ignored) into a heap buffer. */
 static inline uint8_t *gt_read_hex(const char *name, size_t *len) {
     char path[512];

@@ -17,9 +17,7 @@
 #include "nsrv/remoting.h"
 #include "testlib.h"
 
-#ifndef NSRV_REMOTING_VECTORS
-#error "NSRV_REMOTING_VECTORS must name proto/vectors/remoting"
-#endif
+#define NSRV_REMOTING_VECTORS NSRV_SOURCE_DIR "/proto/vectors/remoting"
 
 typedef struct {
     uint8_t *data;
