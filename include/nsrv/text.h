@@ -20,6 +20,12 @@ bool nsrv_parse_int(const char *s, size_t len, int64_t min, int64_t max, int64_t
 /* One or more ASCII digits and nothing else (no sign), value <= max. */
 bool nsrv_parse_uint(const char *s, size_t len, uint64_t max, uint64_t *out);
 
+/* The value of an ASCII hex digit (either case), or -1 for any other char. */
+int nsrv_hex_digit(char c);
+
+/* The value of the four hex digits at p (a \uXXXX escape's), or -1 if one is not a digit. */
+int32_t nsrv_hex4(const char *p);
+
 /*
  * The control character a backslash escape letter stands for, when the letter
  * is one of `known` (a subset of "bfnrt": JSON knows all five, Java

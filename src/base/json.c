@@ -54,20 +54,10 @@ static nsrv_json_t *new_node(parser_t *ps, nsrv_json_type_t type) {
 }
 
 static int hex4(const char *p, unsigned *out) {
-    unsigned v = 0;
-    for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F')
-            v |= (unsigned)(c - 'A' + 10);
-        else
-            return -1;
-    }
-    *out = v;
+    int32_t v = nsrv_hex4(p);
+    if (v < 0)
+        return -1;
+    *out = (unsigned)v;
     return 0;
 }
 

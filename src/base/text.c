@@ -39,6 +39,27 @@ bool nsrv_parse_int(const char *s, size_t len, int64_t min, int64_t max, int64_t
     return true;
 }
 
+int nsrv_hex_digit(char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int32_t nsrv_hex4(const char *p) {
+    int32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        int d = nsrv_hex_digit(p[i]);
+        if (d < 0)
+            return -1;
+        v = v << 4 | d;
+    }
+    return v;
+}
+
 char nsrv_unescape_letter(char letter, const char *known) {
     static const char letters[] = "bfnrt";
     static const char controls[] = "\b\f\n\r\t";

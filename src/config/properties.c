@@ -225,20 +225,8 @@ static void append_utf8(nsrv_buf_t *out, uint32_t cp) {
 static int32_t read_u_escape(const char *s, size_t end, size_t *i) {
     if (end - *i < 4)
         return -1;
-    int32_t v = 0;
-    for (int k = 0; k < 4; k++) {
-        char c = s[(*i)++];
-        int d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if (c >= 'a' && c <= 'f')
-            d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            d = c - 'A' + 10;
-        else
-            return -1;
-        v = (v << 4) | d;
-    }
+    int32_t v = nsrv_hex4(s + *i);
+    *i += 4;
     return v;
 }
 

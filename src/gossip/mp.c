@@ -39,20 +39,17 @@ void nsrv__mp_w_int(nsrv__mp_w_t *w, int64_t v) {
     msgpack_pack_int64(&pk, v);
 }
 
+/* An empty body reaches buf_write_cb with len 0, which nsrv_buf_append allows. */
 void nsrv__mp_w_str(nsrv__mp_w_t *w, const char *p, size_t len) {
     msgpack_packer pk;
     packer_init(&pk, w);
-    msgpack_pack_str(&pk, len);
-    if (len)
-        msgpack_pack_str_body(&pk, p, len);
+    msgpack_pack_str_with_body(&pk, p, len);
 }
 
 void nsrv__mp_w_bin(nsrv__mp_w_t *w, const void *p, size_t len) {
     msgpack_packer pk;
     packer_init(&pk, w);
-    msgpack_pack_bin(&pk, len);
-    if (len)
-        msgpack_pack_bin_body(&pk, p, len);
+    msgpack_pack_bin_with_body(&pk, p, len);
 }
 
 void nsrv__mp_w_nil(nsrv__mp_w_t *w) {

@@ -192,23 +192,12 @@ int nsrv_gossip_msg_encode(const nsrv_gossip_msg_t *m, const uint8_t sk[NSRV_SEA
     if (nsrv__gossip_msg_check(m) != 0)
         return -EINVAL;
     size_t start = out->len;
-    size_t n = 0;
-    switch (m->type) {
-    case NSRV_GOSSIP_DIGEST_FULL:
-        n = m->body.full.n;
-        break;
-    case NSRV_GOSSIP_DIGEST_DELTA:
-        n = m->body.delta.n;
-        break;
-    case NSRV_GOSSIP_TOMBSTONE:
-        n = m->body.tomb.n;
-        break;
-    case NSRV_GOSSIP_PULL_REQ:
-        n = m->body.pull.n;
-        break;
-    default:
-        break;
-    }
+    /* The list after the prefix: entries, tombstones or pull keys (none for the others). */
+    size_t n = m->type == NSRV_GOSSIP_DIGEST_FULL    ? m->body.full.n
+               : m->type == NSRV_GOSSIP_DIGEST_DELTA ? m->body.delta.n
+               : m->type == NSRV_GOSSIP_TOMBSTONE    ? m->body.tomb.n
+               : m->type == NSRV_GOSSIP_PULL_REQ     ? m->body.pull.n
+                                                     : 0;
     if (n > UINT32_MAX)
         return -EINVAL;
     nsrv__gossip_put_prefix(out, m, n);

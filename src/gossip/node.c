@@ -581,54 +581,50 @@ void nsrv_gossip_node_foreach_alive(nsrv_gossip_node_t *n, uint64_t now_mono,
 static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
     uint64_t window = nsrv_gossip_node_alive_window_ms(n);
     size_t np = nsrv_gossip_peers_count(n->peers);
+    /* One snapshot of every peer, then one family after the other (the text format wants
+     * a family's samples together). */
+    nsrv_gossip_peer_info_t *info = nsrv_malloc(np * sizeof *info);
+    for (size_t i = 0; i < np; i++)
+        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info[i]);
     family(out, "nsrvd_gossip_peer_last_heard_seconds", "gauge",
            "Seconds since the peer's last valid gossip packet (+Inf: none since start).");
     for (size_t i = 0; i < np; i++) {
-        nsrv_gossip_peer_info_t info;
-        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info);
-        if (info.has_incarnation)
-            nsrv_buf_printf(out, "nsrvd_gossip_peer_last_heard_seconds{peer=\"%u\"} %.3f\n",
-                            info.node_id, (double)(now_mono - info.last_valid_mono_ms) / 1000.0);
+        nsrv_buf_printf(out, "nsrvd_gossip_peer_last_heard_seconds{peer=\"%u\"} ", info[i].node_id);
+        if (info[i].has_incarnation)
+            nsrv_buf_printf(out, "%.3f\n",
+                            (double)(now_mono - info[i].last_valid_mono_ms) / 1000.0);
         else
-            nsrv_buf_printf(out, "nsrvd_gossip_peer_last_heard_seconds{peer=\"%u\"} +Inf\n",
-                            info.node_id);
+            nsrv_buf_append_c(out, "+Inf\n");
     }
     family(out, "nsrvd_gossip_peer_up", "gauge",
            "1 while the peer was heard within the alive window (3 gossip intervals).");
     for (size_t i = 0; i < np; i++) {
-        nsrv_gossip_peer_info_t info;
-        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info);
-        bool up = info.has_incarnation && now_mono - info.last_valid_mono_ms <= window;
-        nsrv_buf_printf(out, "nsrvd_gossip_peer_up{peer=\"%u\"} %d\n", info.node_id, up);
+        bool up = info[i].has_incarnation && now_mono - info[i].last_valid_mono_ms <= window;
+        nsrv_buf_printf(out, "nsrvd_gossip_peer_up{peer=\"%u\"} %d\n", info[i].node_id, up);
     }
     family(out, "nsrvd_gossip_peer_incarnation", "gauge",
            "The peer's current incarnation (rises on each restart).");
     for (size_t i = 0; i < np; i++) {
-        nsrv_gossip_peer_info_t info;
-        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info);
-        if (info.has_incarnation)
+        if (info[i].has_incarnation)
             nsrv_buf_printf(out, "nsrvd_gossip_peer_incarnation{peer=\"%u\"} %" PRIu64 "\n",
-                            info.node_id, info.incarnation);
+                            info[i].node_id, info[i].incarnation);
     }
     family(out, "nsrvd_gossip_peer_resolved", "gauge",
            "Peers configured by host name: 1 if its last lookup gave an address.");
     for (size_t i = 0; i < np; i++) {
-        nsrv_gossip_peer_info_t info;
-        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info);
-        if (info.host)
-            nsrv_buf_printf(out, "nsrvd_gossip_peer_resolved{peer=\"%u\"} %d\n", info.node_id,
-                            info.has_addr && !info.resolve_error);
+        if (info[i].host)
+            nsrv_buf_printf(out, "nsrvd_gossip_peer_resolved{peer=\"%u\"} %d\n", info[i].node_id,
+                            info[i].has_addr && !info[i].resolve_error);
     }
     family(out, "nsrvd_gossip_peer_resolve_failures_total", "counter",
            "Peers configured by host name: lookups that failed.");
     for (size_t i = 0; i < np; i++) {
-        nsrv_gossip_peer_info_t info;
-        nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info);
-        if (info.host)
+        if (info[i].host)
             nsrv_buf_printf(out,
                             "nsrvd_gossip_peer_resolve_failures_total{peer=\"%u\"} %" PRIu64 "\n",
-                            info.node_id, info.resolve_failures);
+                            info[i].node_id, info[i].resolve_failures);
     }
+    nsrv_free(info);
 }
 
 void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {

@@ -212,12 +212,12 @@ static void encode_entries(const nsrv_kv_ns_t *ns, nsrv_buf_t *out) {
     nsrv_buf_append_ch(out, '{');
     bool first = true;
     for (const nsrv_kv_entry_t *e = ns->entries; e; e = e->hh.next) {
-        if (!e->value)
-            continue;
-        nsrv_buf_append_sep(out, &first);
-        nsrv_json_write_str(out, e->key, e->key_len, NSRV_JSON_ESC_DEFAULT);
-        nsrv_buf_append_ch(out, ':');
-        nsrv_json_write_str(out, e->value, e->value_len, NSRV_JSON_ESC_DEFAULT);
+        if (e->value) {
+            nsrv_buf_append_sep(out, &first);
+            nsrv_json_write_str(out, e->key, e->key_len, NSRV_JSON_ESC_DEFAULT);
+            nsrv_buf_append_ch(out, ':');
+            nsrv_json_write_str(out, e->value, e->value_len, NSRV_JSON_ESC_DEFAULT);
+        }
     }
     nsrv_buf_append_ch(out, '}');
 }

@@ -208,6 +208,46 @@ static void filter_list_from_bytes(nsrv_body_dctx_t *d, const uint8_t *p, size_t
     b->n_filter_servers = k;
 }
 
+/* Decodes list item number index (bytes p[0..n)) into the element at out. */
+typedef int (*item_decoder_t)(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, size_t index,
+                              void *out);
+
+/* A topic text; the decode budget is charged every 1024 topics. */
+static int topic_item(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, size_t index, void *out) {
+    int rc = topic_config_from_text(d, p, n, out);
+    if (rc == 0 && index % 1024 == 0)
+        rc = nsrv__body_charge(d);
+    return rc;
+}
+
+/* A TopicQueueMappingInfo in JSON. */
+static int mapping_item(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, size_t index, void *out) {
+    (void)index;
+    nsrv_json_t *j = NULL;
+    int rc = nsrv__body_parse_json(d, p, n, "mapping info", &j);
+    return rc ? rc : nsrv__body_mapping_from_json(d, j, NULL, out);
+}
+
+/* Reads count length-prefixed items into a new array of elem_size elements (*out; left
+ * alone when count is 0). */
+static int read_items(nsrv_body_dctx_t *d, nsrv_reader_t *r, const char *what_len, size_t count,
+                      size_t elem_size, item_decoder_t decode, void **out) {
+    if (count == 0)
+        return 0;
+    uint8_t *elems = nsrv_arena_alloc(d->arena, count * elem_size);
+    for (size_t i = 0; i < count; i++) {
+        const uint8_t *item = NULL;
+        size_t item_len = 0;
+        int rc = read_item(d, r, what_len, &item, &item_len);
+        if (rc == 0)
+            rc = decode(d, item, item_len, i, elems + i * elem_size);
+        if (rc)
+            return rc;
+    }
+    *out = elems;
+    return 0;
+}
+
 /* proto/requests.md §2.5.2: DataVersion, T topic texts, filter list, [M mapping infos]. */
 static int parse_inflated(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, int32_t version,
                           nsrv_register_body_t *b) {
@@ -233,18 +273,12 @@ static int parse_inflated(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, int32
         rc = nsrv__body_check_topics(d, count);
     if (rc)
         return rc;
+    void *elems = NULL;
+    rc = read_items(d, &r, "topic config length", count, sizeof *b->topics, topic_item, &elems);
+    if (rc)
+        return rc;
     if (count) {
-        b->topics = nsrv_arena_alloc(d->arena, count * sizeof *b->topics);
-        for (size_t i = 0; i < count; i++) {
-            rc = read_item(d, &r, "topic config length", &item, &item_len);
-            if (rc)
-                return rc;
-            rc = topic_config_from_text(d, item, item_len, &b->topics[i]);
-            if (rc == 0 && i % 1024 == 0)
-                rc = nsrv__body_charge(d);
-            if (rc)
-                return rc;
-        }
+        b->topics = elems;
         b->n_topics = count;
     }
 
@@ -259,22 +293,12 @@ static int parse_inflated(nsrv_body_dctx_t *d, const uint8_t *p, size_t n, int32
     rc = read_count(d, &r, "mapping count", MIN_MAPPING_ITEM, &count);
     if (rc)
         return rc;
-    if (count) {
-        b->mappings = nsrv_arena_alloc(d->arena, count * sizeof *b->mappings);
-        for (size_t i = 0; i < count; i++) {
-            rc = read_item(d, &r, "mapping info length", &item, &item_len);
-            if (rc)
-                return rc;
-            rc = nsrv__body_parse_json(d, item, item_len, "mapping info", &j);
-            if (rc)
-                return rc;
-            rc = nsrv__body_mapping_from_json(d, j, NULL, &b->mappings[i]);
-            if (rc)
-                return rc;
-        }
+    rc = read_items(d, &r, "mapping info length", count, sizeof *b->mappings, mapping_item, &elems);
+    if (rc == 0 && count) {
+        b->mappings = elems;
         b->n_mappings = count;
     }
-    return 0;
+    return rc;
 }
 
 int nsrv__body_decode_compressed(nsrv_body_dctx_t *d, const uint8_t *body, size_t len,

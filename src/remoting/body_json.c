@@ -138,46 +138,60 @@ static int filter_list_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *a,
     return 0;
 }
 
-static int topic_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
-                                 nsrv_register_body_t *b) {
-    int members = members_to_read(d, o, "topicConfigTable");
-    if (members <= 0)
-        return members;
-    int rc = nsrv__body_check_topics(d, o->count);
-    if (rc)
-        return rc;
-    nsrv_topic_config_t *t = nsrv_arena_alloc(d->arena, o->count * sizeof *t);
-    size_t n = 0;
-    for (const nsrv_json_t *e = o->child; e; e = e->next) {
-        rc = topic_config_from_json(d, e, e->key, &t[n]);
+/* Decodes map member e (keyed e->key) into the element at out. */
+typedef int (*member_decoder_t)(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out);
+
+static int topic_member(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out) {
+    return topic_config_from_json(d, e, e->key, out);
+}
+
+static int mapping_member(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out) {
+    return nsrv__body_mapping_from_json(d, e, e->key, out);
+}
+
+/* Decodes every member of object o into a new array of elem_size elements (*out, *n). */
+static int decode_members(nsrv_body_dctx_t *d, const nsrv_json_t *o, size_t elem_size,
+                          member_decoder_t decode, void **out, size_t *n) {
+    uint8_t *elems = nsrv_arena_alloc(d->arena, o->count * elem_size);
+    size_t i = 0;
+    for (const nsrv_json_t *e = o->child; e; e = e->next, i++) {
+        int rc = decode(d, e, elems + i * elem_size);
         if (rc)
             return rc;
-        n++;
     }
-    rc = nsrv__body_charge(d);
-    if (rc)
-        return rc;
-    b->topics = t;
-    b->n_topics = n;
+    *out = elems;
+    *n = i;
     return 0;
+}
+
+static int topic_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
+                                 nsrv_register_body_t *b) {
+    int rc = members_to_read(d, o, "topicConfigTable");
+    if (rc <= 0)
+        return rc;
+    void *topics = NULL;
+    size_t n = 0;
+    rc = nsrv__body_check_topics(d, o->count);
+    if (rc == 0)
+        rc = decode_members(d, o, sizeof *b->topics, topic_member, &topics, &n);
+    if (rc == 0)
+        rc = nsrv__body_charge(d);
+    if (rc == 0) {
+        b->topics = topics;
+        b->n_topics = n;
+    }
+    return rc;
 }
 
 static int mapping_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
                                    nsrv_register_body_t *b) {
-    int members = members_to_read(d, o, "topicQueueMappingInfoMap");
-    if (members <= 0)
-        return members;
-    nsrv_mapping_info_t *mi = nsrv_arena_alloc(d->arena, o->count * sizeof *mi);
-    size_t n = 0;
-    for (const nsrv_json_t *e = o->child; e; e = e->next) {
-        int rc = nsrv__body_mapping_from_json(d, e, e->key, &mi[n]);
-        if (rc)
-            return rc;
-        n++;
-    }
-    b->mappings = mi;
-    b->n_mappings = n;
-    return 0;
+    int rc = members_to_read(d, o, "topicQueueMappingInfoMap");
+    if (rc <= 0)
+        return rc;
+    void *mappings = NULL;
+    rc = decode_members(d, o, sizeof *b->mappings, mapping_member, &mappings, &b->n_mappings);
+    b->mappings = rc == 0 ? mappings : NULL;
+    return rc;
 }
 
 /*

@@ -21,7 +21,19 @@ typedef enum {
     KEY_FLAG,
     KEY_REMARK,
     KEY_EXT_FIELDS,
+    KEY_COUNT
 } hdr_key_t;
+
+/* The normalized property name of each key. */
+static const char *const key_names[KEY_COUNT] = {
+    [KEY_CODE] = "code",
+    [KEY_LANGUAGE] = "language",
+    [KEY_VERSION] = "version",
+    [KEY_OPAQUE] = "opaque",
+    [KEY_FLAG] = "flag",
+    [KEY_REMARK] = "remark",
+    [KEY_EXT_FIELDS] = "extfields",
+};
 
 /*
  * Maps a member name to a RemotingCommand property the way fastjson's
@@ -41,21 +53,9 @@ static hdr_key_t match_key(const char *k, size_t len) {
             return KEY_OTHER;
         norm[n++] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
     }
-    static const struct {
-        const char *name;
-        hdr_key_t key;
-    } props[] = {
-        {"code", KEY_CODE},
-        {"language", KEY_LANGUAGE},
-        {"version", KEY_VERSION},
-        {"opaque", KEY_OPAQUE},
-        {"flag", KEY_FLAG},
-        {"remark", KEY_REMARK},
-        {"extfields", KEY_EXT_FIELDS},
-    };
-    for (size_t i = 0; i < NSRV_ARRAY_LEN(props); i++) {
-        if (strlen(props[i].name) == n && memcmp(props[i].name, norm, n) == 0)
-            return props[i].key;
+    for (hdr_key_t key = KEY_CODE; key < KEY_COUNT; key++) {
+        if (strlen(key_names[key]) == n && memcmp(key_names[key], norm, n) == 0)
+            return key;
     }
     return KEY_OTHER;
 }
@@ -163,6 +163,14 @@ static int read_ext(const nsrv_json_t *v, nsrv_arena_t *arena, nsrv_cmd_t *out) 
     return 0;
 }
 
+/* Where the int property of key lands: code, version, opaque or flag. */
+static int32_t *int_member(nsrv_cmd_t *c, hdr_key_t key) {
+    return key == KEY_CODE      ? &c->code
+           : key == KEY_VERSION ? &c->version
+           : key == KEY_OPAQUE  ? &c->opaque
+                                : &c->flag;
+}
+
 int nsrv__hdr_json_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena, nsrv_cmd_t *out) {
     if (len == 0)
         return NSRV_EHEADER;
@@ -177,21 +185,16 @@ int nsrv__hdr_json_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena, nsr
     /* One pass over the members; a repeated key overwrites, as in fastjson. */
     for (const nsrv_json_t *m = root->child; m; m = m->next) {
         int rc = 0;
-        switch (classify_key(m->key, m->key_len)) {
+        hdr_key_t key = classify_key(m->key, m->key_len);
+        switch (key) {
         case KEY_CODE:
-            rc = read_i32(m, &out->code);
+        case KEY_VERSION:
+        case KEY_OPAQUE:
+        case KEY_FLAG:
+            rc = read_i32(m, int_member(out, key));
             break;
         case KEY_LANGUAGE:
             out->language = read_language(m);
-            break;
-        case KEY_VERSION:
-            rc = read_i32(m, &out->version);
-            break;
-        case KEY_OPAQUE:
-            rc = read_i32(m, &out->opaque);
-            break;
-        case KEY_FLAG:
-            rc = read_i32(m, &out->flag);
             break;
         case KEY_REMARK:
             rc = read_remark(m, &out->remark);
@@ -200,6 +203,7 @@ int nsrv__hdr_json_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena, nsr
             rc = read_ext(m, arena, out);
             break;
         case KEY_OTHER:
+        case KEY_COUNT:
             break;
         }
         if (rc < 0)

@@ -92,6 +92,22 @@ static void test_blank(void **state) {
     assert_false(nsrv_is_space('_'));
 }
 
+static void test_hex(void **state) {
+    (void)state;
+    assert_int_equal(nsrv_hex_digit('0'), 0);
+    assert_int_equal(nsrv_hex_digit('9'), 9);
+    assert_int_equal(nsrv_hex_digit('a'), 10);
+    assert_int_equal(nsrv_hex_digit('F'), 15);
+    assert_int_equal(nsrv_hex_digit('g'), -1);
+    assert_int_equal(nsrv_hex_digit('/'), -1);
+    assert_int_equal(nsrv_hex_digit('\0'), -1);
+    assert_int_equal(nsrv_hex4("00e9"), 0xe9);
+    assert_int_equal(nsrv_hex4("FFFFx"), 0xffff);
+    assert_int_equal(nsrv_hex4("dBfF"), 0xdbff);
+    assert_int_equal(nsrv_hex4("12g4"), -1);
+    assert_int_equal(nsrv_hex4("123"), -1); /* the NUL is not a digit */
+}
+
 /* JSON's five letters; Java Properties has no \b; NUL and other letters are not escapes. */
 static void test_unescape_letter(void **state) {
     (void)state;
@@ -121,5 +137,5 @@ static void test_fail_and_strerror(void **state) {
 }
 
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_parse_int), cmocka_unit_test(test_parse_uint),
-               cmocka_unit_test(test_blank), cmocka_unit_test(test_unescape_letter),
-               cmocka_unit_test(test_fail_and_strerror))
+               cmocka_unit_test(test_blank), cmocka_unit_test(test_hex),
+               cmocka_unit_test(test_unescape_letter), cmocka_unit_test(test_fail_and_strerror))

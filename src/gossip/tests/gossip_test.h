@@ -23,6 +23,7 @@
 #include "nsrv/gossip_msg.h"
 #include "nsrv/gossip_peer.h"
 #include "nsrv/seal.h"
+#include "nsrv/text.h"
 
 #define GT_CLUSTER "DefaultCluster"
 #define GT_INC UINT64_C(1718000000000)
@@ -105,15 +106,8 @@ static inline uint8_t *gt_read_hex(const char *name, size_t *len) {
     size_t n = 0;
     int hi = -1;
     for (size_t i = 0; i < tlen; i++) {
-        char c = text[i];
-        int v;
-        if (c >= '0' && c <= '9')
-            v = c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v = c - 'A' + 10;
-        else
+        int v = nsrv_hex_digit(text[i]);
+        if (v < 0)
             continue;
         if (hi < 0) {
             hi = v;
