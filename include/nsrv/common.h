@@ -60,6 +60,16 @@ int nsrv_fail(char *err, size_t err_len, int rc, const char *fmt, ...)
 #define NSRV_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define NSRV_UNUSED(x) ((void)(x))
 
+/* Puts node first in an intrusive doubly linked list (head, prevf, nextf as below). */
+#define NSRV_DLIST_PUSH(head, node, prevf, nextf)                                                  \
+    do {                                                                                           \
+        (node)->prevf = NULL;                                                                      \
+        (node)->nextf = (head);                                                                    \
+        if (head)                                                                                  \
+            (head)->prevf = (node);                                                                \
+        (head) = (node);                                                                           \
+    } while (0)
+
 /* Unlinks node from an intrusive doubly linked list: head is the list's first-element
  * pointer (an lvalue), prevf/nextf the node's link fields. */
 #define NSRV_DLIST_UNLINK(head, node, prevf, nextf)                                                \

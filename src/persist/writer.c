@@ -102,25 +102,32 @@ static void run_job(job_t *j) {
     j->snap.data = NULL;
 }
 
-static void writer_main(void *arg) {
-    nsrv_writer_t *w = arg;
+/* Waits for the next queued job; NULL once the writer stops (queued jobs are released by
+ * destroy). */
+static job_t *next_job(nsrv_writer_t *w) {
     uv_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->todo.head && !w->stop)
-            uv_cond_wait(&w->cv, &w->mu);
-        if (w->stop)
-            break; /* queued jobs are released by destroy */
-        job_t *j = w->todo.head;
+    while (!w->todo.head && !w->stop)
+        uv_cond_wait(&w->cv, &w->mu);
+    job_t *j = w->stop ? NULL : w->todo.head;
+    if (j) {
         w->todo.head = j->next;
         if (!w->todo.head)
             w->todo.tail = &w->todo.head;
-        uv_mutex_unlock(&w->mu);
+    }
+    uv_mutex_unlock(&w->mu);
+    return j;
+}
+
+static void writer_main(void *arg) {
+    nsrv_writer_t *w = arg;
+    job_t *j;
+    while ((j = next_job(w)) != NULL) {
         run_job(j);
         uv_mutex_lock(&w->mu);
         jobs_push(&w->done, j);
+        uv_mutex_unlock(&w->mu);
         uv_async_send(&w->async);
     }
-    uv_mutex_unlock(&w->mu);
 }
 
 /* Snapshots f now and hands the write, with every request so far, to the thread. */
@@ -135,13 +142,13 @@ static void start_job(nsrv_wfile_t *f) {
     waiters_init(&f->pending);
     f->dirty = false;
     f->busy = true;
-    /* The loop stays alive while a write is out, and only then. */
-    if (w->busy_files++ == 0)
-        uv_ref((uv_handle_t *)&w->async);
     uv_mutex_lock(&w->mu);
     jobs_push(&w->todo, j);
     uv_cond_signal(&w->cv);
     uv_mutex_unlock(&w->mu);
+    /* The loop stays alive while a write is out, and only then. */
+    if (w->busy_files++ == 0)
+        uv_ref((uv_handle_t *)&w->async);
 }
 
 static void kick_cb(uv_idle_t *h) {

@@ -230,10 +230,7 @@ void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, i
         qd = nsrv_calloc(1, sizeof *qd);
         qd->bname = b;
         qd->topic = t;
-        qd->bnext = b->qd_head;
-        if (b->qd_head)
-            b->qd_head->bprev = qd;
-        b->qd_head = qd;
+        NSRV_DLIST_PUSH(b->qd_head, qd, bprev, bnext);
         if (t->n_qds == t->cap_qds) {
             t->cap_qds = t->cap_qds ? t->cap_qds * 2 : 2;
             t->qds = nsrv_realloc(t->qds, t->cap_qds * sizeof t->qds[0]);

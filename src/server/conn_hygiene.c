@@ -113,6 +113,35 @@ void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
     }
 }
 
+/* One of the two server-wide memory caps and where its reset count and log rate limit live. */
+typedef struct {
+    const char *key; /* totalOutputLimitBytes or totalInputLimitBytes */
+    int64_t limit;
+    const char *holding; /* what the reset connections held the most of */
+    const char *reason;  /* the close reason */
+    uint64_t *total;     /* connections reset by this cap */
+    uint64_t *since_log; /* ... since the last warning */
+    uint64_t *logged_ms; /* when that warning was written */
+} mem_cap_t;
+
+/* Resets worst, which holds held bytes, to bring the total back under cap; a warning at most
+ * once per log interval says how many went since the last one. Closing uncounts its bytes. */
+static void shed(nsrv_server_t *srv, const mem_cap_t *cap, nsrv_conn_t *worst, size_t held) {
+    (*cap->total)++;
+    (*cap->since_log)++;
+    if (log_due(cap->logged_ms, nsrv_now_mono_ms())) {
+        nsrv_log_warn("SERVER",
+                      "%s=%" PRId64 " reached: %" PRIu64 " connection(s) holding %s reset (%" PRIu64
+                      " in all), latest '%s' with %zu bytes",
+                      cap->key, cap->limit, *cap->since_log, cap->holding, *cap->total, worst->peer,
+                      held);
+        *cap->since_log = 0;
+    }
+    worst->reset_on_close = true;
+    srv->trim_due = true;
+    nsrv__conn_close(worst, cap->reason);
+}
+
 static nsrv_conn_t *holding_most_output(nsrv_server_t *srv) {
     nsrv_conn_t *worst = NULL;
     for (nsrv_conn_t *c = srv->conns; c; c = c->next)
@@ -125,25 +154,15 @@ void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes) {
     nsrv_server_t *srv = c->srv;
     c->out_queued_total += bytes;
     srv->out_queued_bytes += bytes;
-    uint64_t cap = (uint64_t)srv->cfg->total_output_limit_bytes;
-    while (srv->out_queued_bytes > cap) {
+    const mem_cap_t cap = {"totalOutputLimitBytes",   srv->cfg->total_output_limit_bytes,
+                           "the most queued replies", "totalOutputLimitBytes reached",
+                           &srv->output_shed_total,   &srv->shed_since_log,
+                           &srv->shed_logged_ms};
+    while (srv->out_queued_bytes > (uint64_t)cap.limit) {
         nsrv_conn_t *worst = holding_most_output(srv);
         if (!worst)
             break;
-        srv->output_shed_total++;
-        srv->shed_since_log++;
-        if (log_due(&srv->shed_logged_ms, nsrv_now_mono_ms())) {
-            nsrv_log_warn("SERVER",
-                          "totalOutputLimitBytes=%" PRId64 " reached: %" PRIu64
-                          " connection(s) holding the most queued replies reset (%" PRIu64
-                          " in all), latest '%s' with %zu bytes",
-                          srv->cfg->total_output_limit_bytes, srv->shed_since_log,
-                          srv->output_shed_total, worst->peer, worst->out_pending);
-            srv->shed_since_log = 0;
-        }
-        worst->reset_on_close = true;
-        srv->trim_due = true;
-        nsrv__conn_close(worst, "totalOutputLimitBytes reached");
+        shed(srv, &cap, worst, worst->out_pending);
     }
 }
 
@@ -160,25 +179,15 @@ void nsrv__conn_input_changed(nsrv_conn_t *c) {
     size_t now = c->closing ? 0 : c->in.cap;
     srv->in_buffered_bytes = srv->in_buffered_bytes - c->in_counted + now;
     c->in_counted = now;
-    uint64_t cap = (uint64_t)srv->cfg->total_input_limit_bytes;
-    while (srv->in_buffered_bytes > cap) {
+    const mem_cap_t cap = {"totalInputLimitBytes",        srv->cfg->total_input_limit_bytes,
+                           "the largest partial request", "totalInputLimitBytes reached",
+                           &srv->input_shed_total,        &srv->in_shed_since_log,
+                           &srv->in_shed_logged_ms};
+    while (srv->in_buffered_bytes > (uint64_t)cap.limit) {
         nsrv_conn_t *worst = holding_most_input(srv);
         if (!worst)
             break;
-        srv->input_shed_total++;
-        srv->in_shed_since_log++;
-        if (log_due(&srv->in_shed_logged_ms, nsrv_now_mono_ms())) {
-            nsrv_log_warn("SERVER",
-                          "totalInputLimitBytes=%" PRId64 " reached: %" PRIu64
-                          " connection(s) holding the largest partial request reset (%" PRIu64
-                          " in all), latest '%s' with %zu bytes",
-                          srv->cfg->total_input_limit_bytes, srv->in_shed_since_log,
-                          srv->input_shed_total, worst->peer, worst->in_counted);
-            srv->in_shed_since_log = 0;
-        }
-        worst->reset_on_close = true;
-        srv->trim_due = true;
-        nsrv__conn_close(worst, "totalInputLimitBytes reached"); /* uncounts its buffer */
+        shed(srv, &cap, worst, worst->in_counted);
     }
 }
 

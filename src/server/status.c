@@ -314,10 +314,7 @@ static void status_listener_cb(uv_stream_t *s, int status) {
     }
     c->srv = srv;
     c->accepted_ms = nsrv_now_mono_ms();
-    c->next = srv->status_list;
-    if (c->next)
-        c->next->prev = c;
-    srv->status_list = c;
+    NSRV_DLIST_PUSH(srv->status_list, c, prev, next);
     srv->status_conns++;
     uv_read_start((uv_stream_t *)&c->tcp, status_alloc_cb, status_read_cb);
 }
