@@ -105,6 +105,16 @@ typedef struct {
     uint64_t key_lo, key_hi;
 } part_plan_t;
 
+/* Frees what planning a send allocated and gives its result: rc when negative, else 0 (emit's
+ * own non-negative results are not ours). */
+static int send_done(void *plan, size_t *offs, nsrv_buf_t *scratch, nsrv_buf_t *dg, int rc) {
+    nsrv_free(plan);
+    nsrv_free(offs);
+    nsrv_buf_deinit(scratch);
+    nsrv_buf_deinit(dg);
+    return rc < 0 ? rc : 0;
+}
+
 int nsrv_gossip_sender_full(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
                             uint32_t round, const nsrv_gossip_entry_t *entries, size_t n,
                             nsrv_gossip_emit_fn emit, void *ud) {
@@ -130,10 +140,8 @@ int nsrv_gossip_sender_full(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts
     size_t start = 0;
     uint64_t key_lo = 0;
     do {
-        if (nplan >= NSRV_GOSSIP_MAX_PARTS) {
-            rc = NSRV_ETOOBIG;
-            goto cleanup;
-        }
+        if (nplan >= NSRV_GOSSIP_MAX_PARTS)
+            return send_done(plan, offs, &scratch, &dg, NSRV_ETOOBIG);
         fill_env(s, o, NSRV_GOSSIP_DIGEST_FULL, nplan, &m);
         m.body.full.round = round;
         m.body.full.part = (uint16_t)nplan;
@@ -151,17 +159,13 @@ int nsrv_gossip_sender_full(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts
             best = k;
             best_hi = m.body.full.key_hi;
         }
-        if (best == 0 && start < n) {
-            rc = -EMSGSIZE; /* one entry does not fit: budget below any sane value */
-            goto cleanup;
-        }
+        if (best == 0 && start < n) /* one entry does not fit: budget below any sane value */
+            return send_done(plan, offs, &scratch, &dg, -EMSGSIZE);
         if (start == n) {
             /* Empty digest: one part claiming the whole key space. */
             m.body.full.key_hi = UINT64_MAX;
-            if (prefix_len(&scratch, &m, 0) + NSRV_GOSSIP_SIG_LEN > o->budget) {
-                rc = -EMSGSIZE;
-                goto cleanup;
-            }
+            if (prefix_len(&scratch, &m, 0) + NSRV_GOSSIP_SIG_LEN > o->budget)
+                return send_done(plan, offs, &scratch, &dg, -EMSGSIZE);
         }
         plan[nplan++] = (part_plan_t){start, best, key_lo, best_hi};
         start += best;
@@ -179,16 +183,9 @@ int nsrv_gossip_sender_full(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts
         m.body.full.n = plan[i].n;
         rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
         if (rc < 0)
-            goto cleanup;
+            break;
     }
-    rc = 0;
-
-cleanup:
-    nsrv_free(plan);
-    nsrv_free(offs);
-    nsrv_buf_deinit(&scratch);
-    nsrv_buf_deinit(&dg);
-    return rc;
+    return send_done(plan, offs, &scratch, &dg, rc);
 }
 
 /* DIGEST_DELTA or TOMBSTONE: greedy datagrams of consecutive list elements. */
@@ -231,10 +228,8 @@ static int send_list(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o, 
                 break;
             best = k;
         }
-        if (best == 0) {
-            rc = -EMSGSIZE;
-            goto cleanup;
-        }
+        if (best == 0)
+            return send_done(counts, offs, &scratch, &dg, -EMSGSIZE);
         counts[ncounts] = best;
     }
     for (size_t i = 0, start = 0; i < ncounts; start += counts[i++]) {
@@ -248,16 +243,9 @@ static int send_list(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o, 
         }
         rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
         if (rc < 0)
-            goto cleanup;
+            break;
     }
-    rc = 0;
-
-cleanup:
-    nsrv_free(counts);
-    nsrv_free(offs);
-    nsrv_buf_deinit(&scratch);
-    nsrv_buf_deinit(&dg);
-    return rc;
+    return send_done(counts, offs, &scratch, &dg, rc);
 }
 
 int nsrv_gossip_sender_delta(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,

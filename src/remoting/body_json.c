@@ -35,38 +35,43 @@ static int topic_config_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
     return 0;
 }
 
-/* For a map member named what: 1 when o is an object with members, 0 when it is null or
- * empty (nothing to read), or the error when it is not an object. */
-static int members_to_read(nsrv_body_dctx_t *d, const nsrv_json_t *o, const char *what) {
+/* Decodes map member e (keyed e->key) into the element at out. */
+typedef int (*member_decoder_t)(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out);
+
+/*
+ * Decodes every member of the map member o (named what in errors) into a new array of
+ * elem_size elements, *out and *n. Nothing to do (*out untouched) when o is null or empty;
+ * an error when it is not an object or a member does not decode.
+ */
+static int decode_map(nsrv_body_dctx_t *d, const nsrv_json_t *o, const char *what, size_t elem_size,
+                      member_decoder_t decode, void **out, size_t *n) {
     if (nsrv__body_is_null(o))
         return 0;
     if (o->type != NSRV_JSON_OBJECT)
         return nsrv__body_fail(d, "%s is not an object", what);
-    return o->count > 0;
+    if (o->count == 0)
+        return 0;
+    uint8_t *elems = nsrv_arena_alloc(d->arena, o->count * elem_size);
+    size_t i = 0;
+    for (const nsrv_json_t *e = o->child; e; e = e->next, i++) {
+        int rc = decode(d, e, elems + i * elem_size);
+        if (rc)
+            return rc;
+    }
+    *out = elems;
+    *n = i;
+    return 0;
 }
 
 /* currIdMap is Map<Integer,Integer>: fastjson writes the keys bare ({0:0}). */
-static int curr_id_map_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
-                                 nsrv_mapping_info_t *m) {
-    int members = members_to_read(d, o, "currIdMap");
-    if (members <= 0)
-        return members;
-    nsrv_int_pair_t *pairs = nsrv_arena_alloc(d->arena, o->count * sizeof *pairs);
-    size_t n = 0;
-    for (const nsrv_json_t *e = o->child; e; e = e->next) {
-        nsrv_int_pair_t p = {0, 0};
-        if (!nsrv__body_parse_i32(e->key, e->key_len, &p.key))
-            return nsrv__body_fail(d, "bad currIdMap key");
-        if (nsrv__body_is_null(e))
-            return nsrv__body_fail(d, "null currIdMap value");
-        int rc = nsrv__body_get_i32(d, e, "currIdMap value", &p.val);
-        if (rc)
-            return rc;
-        pairs[n++] = p;
-    }
-    m->curr_id_map = pairs;
-    m->n_curr_id = n;
-    return 0;
+static int curr_id_member(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out) {
+    nsrv_int_pair_t *p = out;
+    if (!nsrv__body_parse_i32(e->key, e->key_len, &p->key))
+        return nsrv__body_fail(d, "bad currIdMap key");
+    if (nsrv__body_is_null(e))
+        return nsrv__body_fail(d, "null currIdMap value");
+    p->val = 0;
+    return nsrv__body_get_i32(d, e, "currIdMap value", &p->val);
 }
 
 /*
@@ -97,7 +102,11 @@ int nsrv__body_mapping_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o, cons
             if (!nsrv__body_is_null(m) && !nsrv_json_as_bool(m, &mi.dirty))
                 rc = nsrv__body_fail(d, "bad mapping dirty");
         } else if (nsrv__body_key_is(m, "currIdMap")) {
-            rc = curr_id_map_from_json(d, m, &mi);
+            void *pairs = NULL;
+            rc = decode_map(d, m, "currIdMap", sizeof *mi.curr_id_map, curr_id_member, &pairs,
+                            &mi.n_curr_id);
+            if (pairs)
+                mi.curr_id_map = pairs;
         }
         if (rc)
             return rc;
@@ -138,9 +147,6 @@ static int filter_list_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *a,
     return 0;
 }
 
-/* Decodes map member e (keyed e->key) into the element at out. */
-typedef int (*member_decoder_t)(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out);
-
 static int topic_member(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out) {
     return topic_config_from_json(d, e, e->key, out);
 }
@@ -149,48 +155,27 @@ static int mapping_member(nsrv_body_dctx_t *d, const nsrv_json_t *e, void *out) 
     return nsrv__body_mapping_from_json(d, e, e->key, out);
 }
 
-/* Decodes every member of object o into a new array of elem_size elements (*out, *n). */
-static int decode_members(nsrv_body_dctx_t *d, const nsrv_json_t *o, size_t elem_size,
-                          member_decoder_t decode, void **out, size_t *n) {
-    uint8_t *elems = nsrv_arena_alloc(d->arena, o->count * elem_size);
-    size_t i = 0;
-    for (const nsrv_json_t *e = o->child; e; e = e->next, i++) {
-        int rc = decode(d, e, elems + i * elem_size);
-        if (rc)
-            return rc;
-    }
-    *out = elems;
-    *n = i;
-    return 0;
-}
-
 static int topic_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
                                  nsrv_register_body_t *b) {
-    int rc = members_to_read(d, o, "topicConfigTable");
-    if (rc <= 0)
-        return rc;
     void *topics = NULL;
-    size_t n = 0;
-    rc = nsrv__body_check_topics(d, o->count);
+    int rc = o->type == NSRV_JSON_OBJECT ? nsrv__body_check_topics(d, o->count) : 0;
     if (rc == 0)
-        rc = decode_members(d, o, sizeof *b->topics, topic_member, &topics, &n);
-    if (rc == 0)
+        rc = decode_map(d, o, "topicConfigTable", sizeof *b->topics, topic_member, &topics,
+                        &b->n_topics);
+    if (rc == 0 && topics)
         rc = nsrv__body_charge(d);
-    if (rc == 0) {
+    if (topics)
         b->topics = topics;
-        b->n_topics = n;
-    }
     return rc;
 }
 
 static int mapping_table_from_json(nsrv_body_dctx_t *d, const nsrv_json_t *o,
                                    nsrv_register_body_t *b) {
-    int rc = members_to_read(d, o, "topicQueueMappingInfoMap");
-    if (rc <= 0)
-        return rc;
     void *mappings = NULL;
-    rc = decode_members(d, o, sizeof *b->mappings, mapping_member, &mappings, &b->n_mappings);
-    b->mappings = rc == 0 ? mappings : NULL;
+    int rc = decode_map(d, o, "topicQueueMappingInfoMap", sizeof *b->mappings, mapping_member,
+                        &mappings, &b->n_mappings);
+    if (mappings)
+        b->mappings = mappings;
     return rc;
 }
 

@@ -113,65 +113,65 @@ void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
     }
 }
 
-/* One of the two server-wide memory caps and where its reset count and log rate limit live. */
-typedef struct {
-    const char *key; /* totalOutputLimitBytes or totalInputLimitBytes */
-    int64_t limit;
-    const char *holding; /* what the reset connections held the most of */
-    const char *reason;  /* the close reason */
-    uint64_t *total;     /* connections reset by this cap */
-    uint64_t *since_log; /* ... since the last warning */
-    uint64_t *logged_ms; /* when that warning was written */
-} mem_cap_t;
-
-/* Resets worst, which holds held bytes, to bring the total back under cap; a warning at most
- * once per log interval says how many went since the last one. Closing uncounts its bytes. */
-static void shed(nsrv_server_t *srv, const mem_cap_t *cap, nsrv_conn_t *worst, size_t held) {
-    (*cap->total)++;
-    (*cap->since_log)++;
-    if (log_due(cap->logged_ms, nsrv_now_mono_ms())) {
-        nsrv_log_warn("SERVER",
-                      "%s=%" PRId64 " reached: %" PRIu64 " connection(s) holding %s reset (%" PRIu64
-                      " in all), latest '%s' with %zu bytes",
-                      cap->key, cap->limit, *cap->since_log, cap->holding, *cap->total, worst->peer,
-                      held);
-        *cap->since_log = 0;
-    }
-    worst->reset_on_close = true;
-    srv->trim_due = true;
-    nsrv__conn_close(worst, cap->reason);
+static size_t output_held(const nsrv_conn_t *c) {
+    return c->out_pending;
 }
 
-static nsrv_conn_t *holding_most_output(nsrv_server_t *srv) {
+static size_t input_held(const nsrv_conn_t *c) {
+    return c->in_counted;
+}
+
+/* What one of the two server-wide memory caps is called and counts per connection. */
+typedef struct {
+    const char *key;                      /* totalOutputLimitBytes or totalInputLimitBytes */
+    const char *holding;                  /* what the reset connections held the most of */
+    const char *reason;                   /* the close reason */
+    size_t (*held)(const nsrv_conn_t *c); /* one connection's part of the total */
+} mem_cap_t;
+
+static const mem_cap_t OUTPUT_CAP = {"totalOutputLimitBytes", "the most queued replies",
+                                     "totalOutputLimitBytes reached", output_held};
+static const mem_cap_t INPUT_CAP = {"totalInputLimitBytes", "the largest partial request",
+                                    "totalInputLimitBytes reached", input_held};
+
+static nsrv_conn_t *holding_most(nsrv_server_t *srv, const mem_cap_t *cap) {
     nsrv_conn_t *worst = NULL;
     for (nsrv_conn_t *c = srv->conns; c; c = c->next)
-        if (!c->closing && c->out_pending > 0 && (!worst || c->out_pending > worst->out_pending))
+        if (!c->closing && cap->held(c) > 0 && (!worst || cap->held(c) > cap->held(worst)))
             worst = c;
     return worst;
+}
+
+/* Resets the connection holding the most until *bytes is back under limit (closing uncounts a
+ * connection's bytes), counting resets in *total; a warning at most once per log interval
+ * (*logged_ms) says how many went since the last one (*since_log). */
+static void shed_until_under(nsrv_server_t *srv, const mem_cap_t *cap, const size_t *bytes,
+                             int64_t limit, uint64_t *total, uint64_t *since_log,
+                             uint64_t *logged_ms) {
+    nsrv_conn_t *worst;
+    while (*bytes > (uint64_t)limit && (worst = holding_most(srv, cap)) != NULL) {
+        (*total)++;
+        (*since_log)++;
+        if (log_due(logged_ms, nsrv_now_mono_ms())) {
+            nsrv_log_warn(
+                "SERVER",
+                "%s=%" PRId64 " reached: %" PRIu64 " connection(s) holding %s reset (%" PRIu64
+                " in all), latest '%s' with %zu bytes",
+                cap->key, limit, *since_log, cap->holding, *total, worst->peer, cap->held(worst));
+            *since_log = 0;
+        }
+        worst->reset_on_close = true;
+        srv->trim_due = true;
+        nsrv__conn_close(worst, cap->reason);
+    }
 }
 
 void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes) {
     nsrv_server_t *srv = c->srv;
     c->out_queued_total += bytes;
     srv->out_queued_bytes += bytes;
-    const mem_cap_t cap = {"totalOutputLimitBytes",   srv->cfg->total_output_limit_bytes,
-                           "the most queued replies", "totalOutputLimitBytes reached",
-                           &srv->output_shed_total,   &srv->shed_since_log,
-                           &srv->shed_logged_ms};
-    while (srv->out_queued_bytes > (uint64_t)cap.limit) {
-        nsrv_conn_t *worst = holding_most_output(srv);
-        if (!worst)
-            break;
-        shed(srv, &cap, worst, worst->out_pending);
-    }
-}
-
-static nsrv_conn_t *holding_most_input(nsrv_server_t *srv) {
-    nsrv_conn_t *worst = NULL;
-    for (nsrv_conn_t *c = srv->conns; c; c = c->next)
-        if (!c->closing && c->in_counted > 0 && (!worst || c->in_counted > worst->in_counted))
-            worst = c;
-    return worst;
+    shed_until_under(srv, &OUTPUT_CAP, &srv->out_queued_bytes, srv->cfg->total_output_limit_bytes,
+                     &srv->output_shed_total, &srv->shed_since_log, &srv->shed_logged_ms);
 }
 
 void nsrv__conn_input_changed(nsrv_conn_t *c) {
@@ -179,16 +179,8 @@ void nsrv__conn_input_changed(nsrv_conn_t *c) {
     size_t now = c->closing ? 0 : c->in.cap;
     srv->in_buffered_bytes = srv->in_buffered_bytes - c->in_counted + now;
     c->in_counted = now;
-    const mem_cap_t cap = {"totalInputLimitBytes",        srv->cfg->total_input_limit_bytes,
-                           "the largest partial request", "totalInputLimitBytes reached",
-                           &srv->input_shed_total,        &srv->in_shed_since_log,
-                           &srv->in_shed_logged_ms};
-    while (srv->in_buffered_bytes > (uint64_t)cap.limit) {
-        nsrv_conn_t *worst = holding_most_input(srv);
-        if (!worst)
-            break;
-        shed(srv, &cap, worst, worst->in_counted);
-    }
+    shed_until_under(srv, &INPUT_CAP, &srv->in_buffered_bytes, srv->cfg->total_input_limit_bytes,
+                     &srv->input_shed_total, &srv->in_shed_since_log, &srv->in_shed_logged_ms);
 }
 
 void nsrv__conn_output_done(nsrv_conn_t *c, size_t bytes) {
