@@ -41,14 +41,19 @@ static int read_sized(nsrv_reader_t *r, int width, const uint8_t **p, size_t *n)
     return 0;
 }
 
+/* The least bytes a map entry takes: int16 keyLen and int32 valLen, both strings empty. */
+#define MAP_ENTRY_MIN 6
+/* Maps up to this size are decoded in one pass into room for len / MAP_ENTRY_MIN entries. */
+#define ONE_PASS_MAP_BYTES 256
+
 /*
  * Walks the map section m[0..len): entries of int16 keyLen, key, int32 valLen,
  * value, until len is used up. Every entry must lie wholly inside the section
  * and lengths must not be negative (Java throws on both). When fields is
  * NULL only counts the entries that survive (both strings non-empty: Java
  * reads a zero-length string as null); otherwise also copies them into the
- * arena. Two passes keep the allocation proportional to real entries rather
- * than to len / 6.
+ * arena. Large maps take two passes, so that the allocation follows the real
+ * entries rather than len / 6.
  */
 static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_field_t *fields,
                     size_t *n_out) {
@@ -92,14 +97,25 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
     /* Bytes after the map are ignored, as Java reads only what it needs. */
 
     size_t n_ext = 0;
-    int rc = walk_map(map, ext_len, NULL, NULL, &n_ext);
+    nsrv_ext_field_t *ext = NULL;
+    int rc;
+    if (ext_len <= ONE_PASS_MAP_BYTES) {
+        /* A small map (every query of a client's hot path) in one pass, with room for as
+         * many entries as its bytes could hold: each takes at least 6. */
+        if (ext_len >= MAP_ENTRY_MIN)
+            ext = nsrv_arena_alloc(arena, ext_len / MAP_ENTRY_MIN * sizeof *ext);
+        rc = walk_map(map, ext_len, arena, ext, &n_ext);
+    } else {
+        rc = walk_map(map, ext_len, NULL, NULL, &n_ext);
+        if (rc == 0 && n_ext) {
+            ext = nsrv_arena_alloc(arena, n_ext * sizeof *ext);
+            walk_map(map, ext_len, arena, ext, &n_ext);
+        }
+    }
     if (rc < 0)
         return rc;
-    nsrv_ext_field_t *ext = NULL;
-    if (n_ext) {
-        ext = nsrv_arena_alloc(arena, n_ext * sizeof *ext);
-        walk_map(map, ext_len, arena, ext, &n_ext);
-    }
+    if (!n_ext)
+        ext = NULL;
 
     out->code = code;
     out->language = nsrv_language_name(lang) ? lang : -1;
