@@ -23,6 +23,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (l.confs[i].nkeys == 0 || l.confs[i].node_id == 1 || !l.confs[i].addr)
                 abort();
         }
+        /* What the parser accepts, the peer table takes: literals get their address, host
+         * names none until resolved. */
+        nsrv_gossip_peers_t *t = nsrv_gossip_peers_create(0);
+        if (nsrv_gossip_peers_configure(t, l.confs, l.n) != 0)
+            abort();
+        for (size_t i = 0; i < nsrv_gossip_peers_count(t); i++) {
+            nsrv_gossip_peer_t *p = nsrv_gossip_peers_at(t, i);
+            if (nsrv_gossip_peer_has_addr(p) == (nsrv_gossip_peer_host(p) != NULL))
+                abort();
+        }
+        nsrv_gossip_peers_destroy(&t);
     }
     free(text);
     return 0;
