@@ -22,7 +22,8 @@ nsrvd=${NSRVD_BIN:-build/src/nsrvd}
 files=(-f docker/docker-compose.yml -f docker/node4.yml)
 if docker info >/dev/null 2>&1; then engine=docker; compose() { docker compose "${files[@]}" "$@"; }
 else engine=podman; compose() { podman-compose "${files[@]}" "$@"; }; fi
-cname() { $engine ps --filter "label=com.docker.compose.service=$1" --format '{{.Names}}' | head -1; }
+# -a: a paused container is not in plain `ps` (podman)
+cname() { $engine ps -a --filter "label=com.docker.compose.service=$1" --format '{{.Names}}' | head -1; }
 direct_on() { # PORT BROKER-NAME: is that broker direct on the node behind that status port?
   "$nsrvd" status --json "127.0.0.1:$1" 2>/dev/null | python3 -c '
 import json, sys
@@ -45,15 +46,15 @@ compose up -d nsrvd1 nsrvd2 nsrvd3 broker-a broker-a-s producer consumer prometh
 for p in 29886 29887 29888; do
   wait_for 420 "broker-b (address service only) direct on status port $p" direct_on $p broker-b
 done
-echo "node 1's address service: $(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
+echo "node 1's address service: $(curl -m 5 -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
 
 t_join=$(date +%s)
 compose up -d nsrvd4 >/dev/null 2>&1
 for n in 1 2 3; do $engine exec "$(cname nsrvd$n)" nsrvd-add-peer 4@nsrvd4:9878; done
 ip4=$($engine inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$(cname nsrvd4)")
 wait_for 60 "nsrvd4 ($ip4) listed by node 1's address service" \
-  sh -c "curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr | grep -q '$ip4:9876'"
-echo "node 1's address service: $(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
+  sh -c "curl -m 5 -fsS http://127.0.0.1:29886/rocketmq/nsaddr | grep -q '$ip4:9876'"
+echo "node 1's address service: $(curl -m 5 -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
 wait_for 300 "broker-b direct on nsrvd4 (heartbeats to the new node)" direct_on 29889 broker-b
 # The Java client adopts the new list at its 2-minute refresh but keeps the NameServer it is
 # connected to until that one fails (MQClientInstance/NettyRemotingClient), so what shows that
@@ -74,19 +75,20 @@ $engine exec "$(cname producer-ns)" sh -c "grep -rihE 'name ?server|namesrv' ~/l
 # answers: each request to a paused one times out (3 s), the client closes that channel and
 # picks the next address of its list ("new name server is chosen"), until it reaches nsrvd4.
 routes4() { # nsrvd4's count of route queries (GET_ROUTEINFO_BY_TOPIC)
-  curl -fsS http://127.0.0.1:29889/metrics | sed -n 's/^nsrvd_requests_by_code_total{code="105"[^}]*} //p'
+  curl -m 5 -fsS http://127.0.0.1:29889/metrics | sed -n 's/^nsrvd_requests_by_code_total{code="105"[^}]*} //p'
 }
 acked() { $engine logs "$(cname producer-ns)" 2>/dev/null | grep -c '^ACK ' || true; }
-chose4() {
+chosen4() { # how often producer-ns's own log says it chose nsrvd4
   $engine exec "$(cname producer-ns)" sh -c "grep -rih 'new name server is chosen' ~/logs/" \
-    | grep -q "NEW: $ip4:9876"
+    | grep -c "NEW: $ip4:9876" || true
 }
+chose4() { [ "$(chosen4)" -gt "$c0" ]; }
 routes_above() { [ "$(routes4)" -gt "$1" ]; }
 acked_above() { [ "$(acked)" -gt "$1" ]; }
-listed4() { [ "$(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr | tr ';' '\n' | grep -c ':9876')" -eq 4 ]; }
+listed4() { [ "$(curl -m 5 -fsS http://127.0.0.1:29886/rocketmq/nsaddr | tr ';' '\n' | grep -c ':9876')" -eq 4 ]; }
 unpause123() { for n in 1 2 3; do $engine unpause "$(cname nsrvd$n)" >/dev/null 2>&1 || true; done; }
 
-r0=$(routes4); a0=$(acked)
+r0=$(routes4); a0=$(acked); c0=$(chosen4)
 echo "before the pause: nsrvd4 answered $r0 route queries; producer-ns had $a0 messages acknowledged"
 t_pause=$(date +%s)
 trap unpause123 EXIT
@@ -103,8 +105,8 @@ echo "with nodes 1-3 paused for $(($(date +%s) - t_pause))s: nsrvd4 answered $((
 echo "--- producer-ns's own log on choosing its NameServer:"
 $engine exec "$(cname producer-ns)" sh -c "grep -rih 'new name server is chosen' ~/logs/" | tail -4 || true
 echo "--- nsrvd4's /metrics:"
-curl -fsS http://127.0.0.1:29889/metrics | grep '^nsrvd_requests_by_code_total{code="105"'
+curl -m 5 -fsS http://127.0.0.1:29889/metrics | grep '^nsrvd_requests_by_code_total{code="105"'
 unpause123
 trap - EXIT
 wait_for 60 "nodes 1-3 restored: node 1's address service lists all four again" listed4
-echo "node 1's address service: $(curl -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"
+echo "node 1's address service: $(curl -m 5 -fsS http://127.0.0.1:29886/rocketmq/nsaddr)"

@@ -272,6 +272,38 @@ static void test_refused_peer_degrades_health(void **state) {
     sim_del(s);
 }
 
+/* A node restarted where its peer refused it at first (a container back on a new address,
+ * refused until the peer looked its name up again): its SYNC_REQ is lost and its start-up
+ * pull fails. Once the peer finds it (nsrv_gossip_node_peer_moved) it sends a full digest at
+ * once, and that first digest lifts the failed pull's back-off: the restarted node is complete
+ * within a pull batch or two, not after the SYNC_REQ retry and NSRV_GOSSIP_PULL_RETRY_MS. */
+static void test_moved_peer_is_sent_a_digest_and_pulled_at_once(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_timers(2);
+    gs_broker_t br;
+    gs_broker_init(&br, 0);
+    gs_register(s, A, &br);
+    gs_stop(s, B);
+    gs_run(s, 1000);
+    gs_link(s, A, B, false);
+    gs_start(s, B);
+    gs_run(s, GS_PULL_FAIL_MS + 50);
+    assert_true(nsrv_gossip_node_counters(s->node[B].g)->pulls_failed >= 1);
+    assert_false(gs_routes_to(s, B, &br));
+
+    gs_link(s, A, B, true);
+    size_t mark = s->nsent;
+    nsrv_gossip_node_peer_moved(s->node[A].g, B, gs_mono(s, A), gs_wall(s, A));
+    gs_drain(s, A);
+    assert_int_equal(gs_count_sent(s, mark, A, B, NSRV_GOSSIP_DIGEST_FULL), 1);
+    uint64_t t0 = s->now;
+    while (!gs_routes_to(s, B, &br) && s->now < t0 + NSRV_GOSSIP_PULL_RETRY_MS)
+        gs_run(s, 10);
+    assert_true(gs_routes_to(s, B, &br));
+    assert_true(s->now - t0 <= 2 * NSRV_GOSSIP_PULL_BATCH_MS + 20);
+    sim_del(s);
+}
+
 NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_spreads_a_new_broker),
                cmocka_unit_test(test_failed_pull_backs_off),
                cmocka_unit_test(test_anchor_is_refreshed),
@@ -280,4 +312,5 @@ NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_sprea
                cmocka_unit_test(test_loss_30pct_new_broker_p99_under_1s),
                cmocka_unit_test(test_loss_30pct_restarted_node_complete_under_500ms),
                cmocka_unit_test(test_wall_clock_skew_changes_nothing),
-               cmocka_unit_test(test_refused_peer_degrades_health))
+               cmocka_unit_test(test_refused_peer_degrades_health),
+               cmocka_unit_test(test_moved_peer_is_sent_a_digest_and_pulled_at_once))
