@@ -38,5 +38,21 @@ void nsrv_test_write_file(const char *path, const char *text);
         return cmocka_run_group_tests(tests, group_setup, group_teardown);                         \
     }
 
+/*
+ * A fixture that is just a scratch directory: defines `tmp` and the setup()/teardown() that
+ * make a fresh "<name>" directory and remove it (as the group's or each test's fixture).
+ */
+#define NSRV_TEST_DIR_FIXTURE(name)                                                                \
+    static nsrv_test_dir_t tmp;                                                                    \
+    static int setup(void **state) {                                                               \
+        (void)state;                                                                               \
+        return nsrv_test_dir_make(&tmp, name);                                                     \
+    }                                                                                              \
+    static int teardown(void **state) {                                                            \
+        (void)state;                                                                               \
+        nsrv_test_dir_remove(&tmp);                                                                \
+        return 0;                                                                                  \
+    }
+
 /* A test run between the file's own setup() and teardown() (its per-test fixture). */
 #define NSRV_FIXTURE_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "nsrv/acl.h"
+#include "testlib.h"
 
 static struct sockaddr_storage addr_of(const char *ip) {
     struct sockaddr_storage ss;
@@ -110,12 +111,5 @@ static void test_errors(void **state) {
     assert_non_null(strstr(err, "NUL"));
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ipv4),
-        cmocka_unit_test(test_ipv6_and_mapped),
-        cmocka_unit_test(test_empty_is_off),
-        cmocka_unit_test(test_errors),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_ipv4), cmocka_unit_test(test_ipv6_and_mapped),
+               cmocka_unit_test(test_empty_is_off), cmocka_unit_test(test_errors))

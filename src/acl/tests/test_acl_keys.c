@@ -92,11 +92,5 @@ static void test_file_mode(void **state) {
     nsrv_test_dir_remove(&d);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lines),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_file_mode),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_lines), cmocka_unit_test(test_errors),
+               cmocka_unit_test(test_file_mode))

@@ -177,12 +177,6 @@ static void test_signed_admin_writes(void **state) {
     nsrv_test_dir_remove(&d);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_are_open),
-        cmocka_unit_test(test_allow_lists_guard_their_codes),
-        cmocka_unit_test(test_update_switch),
-        cmocka_unit_test(test_signed_admin_writes),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_defaults_are_open),
+               cmocka_unit_test(test_allow_lists_guard_their_codes),
+               cmocka_unit_test(test_update_switch), cmocka_unit_test(test_signed_admin_writes))

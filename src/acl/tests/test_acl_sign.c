@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "nsrv/acl.h"
+#include "testlib.h"
 
 #define F(k, v)                                                                                    \
     {                                                                                              \
@@ -79,11 +80,6 @@ static void test_java_string_order(void **state) {
     assert_true(memcmp(emoji, fullwidth, 1) > 0);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_java_known_answer),
-        cmocka_unit_test(test_fields_sorted_signature_excluded),
-        cmocka_unit_test(test_java_string_order),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_java_known_answer),
+               cmocka_unit_test(test_fields_sorted_signature_excluded),
+               cmocka_unit_test(test_java_string_order))

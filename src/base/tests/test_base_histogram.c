@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "nsrv/histogram.h"
+#include "testlib.h"
 
 /* A bound is inclusive (Prometheus "le"): 100 us lands in the first bucket, 101 in the next. */
 static void test_bucket_edges(void **state) {
@@ -49,10 +50,5 @@ static void test_text_is_cumulative(void **state) {
     nsrv_buf_deinit(&b);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bucket_edges),
-        cmocka_unit_test(test_text_is_cumulative),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_bucket_edges),
+               cmocka_unit_test(test_text_is_cumulative))

@@ -12,18 +12,7 @@
 #include "gossip_test.h"
 #include "testlib.h"
 
-static nsrv_test_dir_t tmp;
-
-static int setup(void **state) {
-    (void)state;
-    return nsrv_test_dir_make(&tmp, "gossip-seal");
-}
-
-static int teardown(void **state) {
-    (void)state;
-    nsrv_test_dir_remove(&tmp);
-    return 0;
-}
+NSRV_TEST_DIR_FIXTURE("gossip-seal")
 
 static void path_in(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s/%s", tmp.path, name);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "route_int.h"
+#include "testlib.h"
 
 #define N 3000
 
@@ -53,7 +54,4 @@ static void test_random_put_del(void **state) {
     assert_null(nsrv__tindex_get(&ix, names[0]));
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_random_put_del)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_random_put_del))

@@ -10,6 +10,7 @@
 
 #include "nsrv/alloc.h"
 #include "../nsaddr.h"
+#include "testlib.h"
 
 static void test_valid_addresses(void **state) {
     (void)state;
@@ -49,10 +50,4 @@ static void test_parse_map(void **state) {
     nsrv_free(m);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_addresses),
-        cmocka_unit_test(test_parse_map),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_valid_addresses), cmocka_unit_test(test_parse_map))

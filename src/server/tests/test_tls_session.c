@@ -23,18 +23,7 @@
 #include "nsrv/fileio.h"
 #include "testlib.h"
 
-static nsrv_test_dir_t tmp;
-
-static int setup(void **state) {
-    (void)state;
-    return nsrv_test_dir_make(&tmp, "tls-session");
-}
-
-static int teardown(void **state) {
-    (void)state;
-    nsrv_test_dir_remove(&tmp);
-    return 0;
-}
+NSRV_TEST_DIR_FIXTURE("tls-session")
 
 /* Defaults with nothing of the machine (no /etc/rocketmq/tls.properties). */
 static void config(nsrv_config_t *cfg) {
@@ -333,15 +322,9 @@ static void test_session_garbage_fails(void **state) {
     nsrv_tls_ctx_destroy(t);
 }
 
-int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_first_byte),
-        cmocka_unit_test(test_settings),
-        cmocka_unit_test(test_reload_keeps_context_on_error),
-        cmocka_unit_test(test_session_both_ways),
-        cmocka_unit_test(test_session_partial_record_pending),
-        cmocka_unit_test(test_session_peer_close_notify),
-        cmocka_unit_test(test_session_garbage_fails),
-    };
-    return cmocka_run_group_tests(tests, setup, teardown);
-}
+NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_first_byte), cmocka_unit_test(test_settings),
+               cmocka_unit_test(test_reload_keeps_context_on_error),
+               cmocka_unit_test(test_session_both_ways),
+               cmocka_unit_test(test_session_partial_record_pending),
+               cmocka_unit_test(test_session_peer_close_notify),
+               cmocka_unit_test(test_session_garbage_fails))
