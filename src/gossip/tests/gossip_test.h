@@ -80,6 +80,25 @@ static inline void gt_sink_free(gt_sink_t *s) {
     s->n = 0;
 }
 
+/* A version-1 envelope of cluster GT_CLUSTER at incarnation GT_INC and wall clock GT_WALL;
+ * the body is empty (zeroed). */
+static inline nsrv_gossip_msg_t gt_envelope(uint8_t type, uint8_t src, uint64_t seq,
+                                            uint64_t src_mono_ms, uint8_t dst, uint8_t key_id) {
+    nsrv_gossip_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.ver = 1;
+    m.type = type;
+    m.cluster = nsrv_str_c(GT_CLUSTER);
+    m.src = src;
+    m.src_inc = GT_INC;
+    m.seq = seq;
+    m.src_mono_ms = src_mono_ms;
+    m.wall_ms = (uint64_t)GT_WALL;
+    m.dst = dst;
+    m.key_id = key_id;
+    return m;
+}
+
 /* A sender for node `node` with the given key, incarnation GT_INC, mono start 1000. */
 static inline void gt_sender(nsrv_gossip_sender_t *s, uint8_t node, uint8_t key_id,
                              const gt_key_t *k) {

@@ -7,18 +7,7 @@
 #include "testlib.h"
 
 static nsrv_gossip_msg_t base_msg(uint8_t type) {
-    nsrv_gossip_msg_t m;
-    memset(&m, 0, sizeof m);
-    m.ver = 1;
-    m.type = type;
-    m.cluster = nsrv_str_c(GT_CLUSTER);
-    m.src = 3;
-    m.src_inc = GT_INC;
-    m.seq = 42;
-    m.src_mono_ms = 987654321;
-    m.wall_ms = (uint64_t)GT_WALL;
-    m.dst = 4;
-    m.key_id = 9;
+    nsrv_gossip_msg_t m = gt_envelope(type, 3, 42, 987654321, 4, 9);
     return m;
 }
 

@@ -59,18 +59,7 @@ static nsrv_gossip_entry_t ENTRY = {0x1234, {7, 1717999999000, 0}, 3000, 0};
 
 /* A DIGEST_DELTA from node 1, key 1, with the given seq and sender clock. */
 static nsrv_gossip_msg_t msg(uint64_t seq, uint64_t src_mono) {
-    nsrv_gossip_msg_t m;
-    memset(&m, 0, sizeof m);
-    m.ver = 1;
-    m.type = NSRV_GOSSIP_DIGEST_DELTA;
-    m.cluster = nsrv_str_c(GT_CLUSTER);
-    m.src = 1;
-    m.src_inc = GT_INC;
-    m.seq = seq;
-    m.src_mono_ms = src_mono;
-    m.wall_ms = (uint64_t)GT_WALL;
-    m.dst = ME;
-    m.key_id = 1;
+    nsrv_gossip_msg_t m = gt_envelope(NSRV_GOSSIP_DIGEST_DELTA, 1, seq, src_mono, ME, 1);
     m.body.delta.entries = &ENTRY;
     m.body.delta.n = 1;
     return m;

@@ -21,6 +21,20 @@
 
 #include "route_int.h"
 
+/* The connection ids the table asked to close (nsrv_route_set_conn_close_cb with
+ * rt_record_close and a rt_closed_t as ud): the first eight, and how many in all. */
+typedef struct {
+    uint64_t ids[8];
+    size_t n;
+} rt_closed_t;
+
+static inline void rt_record_close(void *ud, uint64_t conn_id) {
+    rt_closed_t *c = ud;
+    if (c->n < NSRV_ARRAY_LEN(c->ids))
+        c->ids[c->n] = conn_id;
+    c->n++;
+}
+
 #define RT_MAX_TOPICS 16
 
 /* One registration, with defaults filled by rt_reg_init. */

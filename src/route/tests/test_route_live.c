@@ -13,20 +13,12 @@
 #define T0 1000
 #define TO NSRV_ROUTE_DEFAULT_TIMEOUT_MS
 
-static uint64_t closed_ids[8];
-static size_t n_closed;
-
-static void record_close(void *ud, uint64_t conn_id) {
-    (void)ud;
-    if (n_closed < NSRV_ARRAY_LEN(closed_ids))
-        closed_ids[n_closed] = conn_id;
-    n_closed++;
-}
+static rt_closed_t closed;
 
 static nsrv_route_t *new_rt(void) {
     nsrv_route_t *rt = nsrv_route_create();
-    n_closed = 0;
-    nsrv_route_set_conn_close_cb(rt, record_close, NULL);
+    closed.n = 0;
+    nsrv_route_set_conn_close_cb(rt, rt_record_close, &closed);
     return rt;
 }
 
@@ -48,12 +40,12 @@ static void test_expiry_boundary(void **state) {
     reg(rt, MA, "broker-a", 0, 0, 5, T0);
     assert_int_equal(nsrv_route_expire(rt, T0 + TO), 0);
     assert_int_equal(nsrv_route_broker_count(rt), 1);
-    assert_int_equal(n_closed, 0);
+    assert_int_equal(closed.n, 0);
     assert_int_equal(nsrv_route_expire(rt, T0 + TO + 1), 1);
     assert_int_equal(nsrv_route_broker_count(rt), 0);
     assert_false(rt_has_route(rt, "T1", T0 + TO + 1));
-    assert_int_equal(n_closed, 1);
-    assert_int_equal(closed_ids[0], 5);
+    assert_int_equal(closed.n, 1);
+    assert_int_equal(closed.ids[0], 5);
     nsrv_route_stats_t st;
     nsrv_route_get_stats(rt, &st);
     assert_int_equal(st.brokers_expired, 1);
@@ -70,7 +62,7 @@ static void test_per_broker_timeout(void **state) {
     assert_int_equal(nsrv_route_expire(rt, T0 + 10000), 0);
     assert_int_equal(nsrv_route_expire(rt, T0 + 10001), 1);
     assert_int_equal(nsrv_route_broker_count(rt), 1);
-    assert_int_equal(closed_ids[0], 1);
+    assert_int_equal(closed.ids[0], 1);
     assert_int_equal(nsrv_route_expire(rt, T0 + TO), 0);
     assert_int_equal(nsrv_route_expire(rt, T0 + TO + 1), 1);
     /* An absurd timeout cannot wrap the deadline into the past. */
@@ -90,8 +82,8 @@ static void test_read_time_filtering(void **state) {
     uint64_t t = T0 + TO + 1;
     assert_false(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, t, &b), "broker-a"));
     assert_true(rt_contains(b.data, "broker-b"));
-    assert_int_equal(n_closed, 1); /* the lazy expiry closes the connection too */
-    assert_int_equal(closed_ids[0], 7);
+    assert_int_equal(closed.n, 1); /* the lazy expiry closes the connection too */
+    assert_int_equal(closed.ids[0], 7);
     assert_false(rt_contains(rt_text(nsrv_route_cluster_info, rt, t, &b), "broker-a"));
 
     /* Each read API filters on its own (fresh table each time). */
@@ -228,7 +220,7 @@ static void test_register_refreshes_own_expired_entry(void **state) {
     reg(rt, MA, "broker-a", 0, 0, 4, T0);
     nsrv_route_wipe_write_perm(rt, "broker-a");
     reg(rt, MA, "broker-a", 0, 0, 4, T0 + TO + 10);
-    assert_int_equal(n_closed, 0);
+    assert_int_equal(closed.n, 0);
     assert_int_equal(nsrv_route_broker_count(rt), 1);
     /* Same version: the group was never dropped, so the wipe stands. */
     assert_true(
@@ -242,7 +234,7 @@ static void test_register_refreshes_own_expired_entry(void **state) {
 static nsrv_route_t *reentrant_rt;
 static void reentrant_close(void *ud, uint64_t conn_id) {
     (void)ud;
-    n_closed++;
+    closed.n++;
     nsrv_route_conn_closed(reentrant_rt, conn_id, 0);
     nsrv_buf_t b = NSRV_BUF_INIT;
     nsrv_route_cluster_info(reentrant_rt, T0 + TO + 1, &b);
@@ -258,7 +250,7 @@ static void test_close_callback_reentrant(void **state) {
     reg(rt, SA, "broker-a", 1, 0, 1, T0 + 5);       /* same conn, alive longer */
     reg(rt, "10.0.0.3:1", "broker-b", 0, 0, 0, T0); /* no connection: no callback */
     assert_int_equal(nsrv_route_expire(rt, T0 + TO + 1), 2);
-    assert_int_equal(n_closed, 1);
+    assert_int_equal(closed.n, 1);
     /* Closing conn 1 took the slave registered on it as well. */
     assert_int_equal(nsrv_route_broker_count(rt), 0);
     rt_assert_ok(rt, T0 + TO + 1);

@@ -112,22 +112,14 @@ static void test_acting_master_write_clear_on_unregister(void **state) {
     rt_check_and_free(&rt, &b, T0);
 }
 
-static uint64_t closed_ids[8];
-static size_t n_closed;
-
-static void record_close(void *ud, uint64_t conn_id) {
-    (void)ud;
-    if (n_closed < NSRV_ARRAY_LEN(closed_ids))
-        closed_ids[n_closed] = conn_id;
-    n_closed++;
-}
+static rt_closed_t closed;
 
 /* A closed connection takes every broker whose last registration came on it. */
 static void test_conn_close_removes_its_brokers(void **state) {
     (void)state;
     nsrv_route_t *rt = nsrv_route_create();
-    n_closed = 0;
-    nsrv_route_set_conn_close_cb(rt, record_close, NULL);
+    closed.n = 0;
+    nsrv_route_set_conn_close_cb(rt, rt_record_close, &closed);
     two_members(rt, 0); /* master on conn 11, slave on 12 */
     rt_reg_t c;
     rt_reg_init(&c, C, "10.0.0.7:10911", "broker-c", 0);
@@ -146,7 +138,7 @@ static void test_conn_close_removes_its_brokers(void **state) {
     assert_int_equal(nsrv_route_conn_closed(rt, 11, T0), 0);
     assert_int_equal(nsrv_route_conn_closed(rt, 12, T0), 1);
     assert_false(rt_has_route(rt, "T1", T0));
-    assert_int_equal(n_closed, 0); /* the server already knows: no callback */
+    assert_int_equal(closed.n, 0); /* the server already knows: no callback */
     rt_check_and_free(&rt, NULL, T0);
 }
 
