@@ -50,12 +50,17 @@ static void srv_unlink(nsrv_gossip_t *g, nsrv__pull_srv_t *s) {
     }
 }
 
+/* A pull connection's handle is closed: its buffer and itself go, and g counts one handle
+ * released (the last one after a stop frees g). */
+static void pull_conn_free(nsrv_gossip_t *g, nsrv_buf_t *buf, void *conn) {
+    nsrv_buf_deinit(buf);
+    nsrv_free(conn);
+    nsrv__gossip_handle_released(g);
+}
+
 static void srv_closed(uv_handle_t *h) {
     nsrv__pull_srv_t *s = (nsrv__pull_srv_t *)h;
-    nsrv_gossip_t *g = s->g;
-    nsrv_buf_deinit(&s->in);
-    nsrv_free(s);
-    nsrv__gossip_handle_released(g);
+    pull_conn_free(s->g, &s->in, s);
 }
 
 static void srv_close(nsrv__pull_srv_t *s) {
@@ -71,12 +76,14 @@ typedef struct {
     char *data;
 } srv_write_t;
 
+/* The reply is written, or could not be: either way the connection is done. */
 static void srv_write_cb(uv_write_t *req, int status) {
-    (void)status;
     srv_write_t *w = (srv_write_t *)req;
-    srv_close(w->s);
+    nsrv__pull_srv_t *s = w->s;
+    (void)status;
     nsrv_free(w->data);
     nsrv_free(w);
+    srv_close(s);
 }
 
 static void srv_alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -125,11 +132,9 @@ static void srv_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     size_t len;
     w->data = nsrv_buf_steal(&out, &len);
     uv_buf_t b = uv_buf_init(w->data, (unsigned)len);
-    if (uv_write(&w->req, st, &b, 1, srv_write_cb) != 0) {
-        nsrv_free(w->data);
-        nsrv_free(w);
-        srv_close(s);
-    }
+    int err = uv_write(&w->req, st, &b, 1, srv_write_cb);
+    if (err != 0)
+        srv_write_cb(&w->req, err);
 }
 
 /* Closes the oldest connection that has not sent its request yet (the list
@@ -230,10 +235,7 @@ uint64_t nsrv__pull_srv_sweep(nsrv_gossip_t *g, uint64_t now) {
 
 static void cli_closed(uv_handle_t *h) {
     nsrv__pull_cli_t *c = (nsrv__pull_cli_t *)h;
-    nsrv_gossip_t *g = c->g;
-    nsrv_buf_deinit(&c->req);
-    nsrv_free(c);
-    nsrv__gossip_handle_released(g);
+    pull_conn_free(c->g, &c->req, c);
 }
 
 static void cli_unlink(nsrv_gossip_t *g, nsrv__pull_cli_t *c) {

@@ -528,6 +528,12 @@ static int raise_fd_limit(uint64_t need) {
     return (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) ? 0 : -EMFILE;
 }
 
+/* A timer of the simulator's loop whose callbacks find `owner` in its data. */
+static void init_timer(nsrv_bsim_t *sim, uv_timer_t *t, void *owner) {
+    uv_timer_init(&sim->loop, t);
+    t->data = owner;
+}
+
 static int setup_group(nsrv_bsim_t *sim, uint32_t gi) {
     const nsrv_bsim_opts_t *o = &sim->opts;
     nsrv_bsim_group_t *g = &sim->groups[gi];
@@ -561,11 +567,9 @@ static int setup_group(nsrv_bsim_t *sim, uint32_t gi) {
         b->links = nsrv_calloc(o->n_nodes, sizeof(*b->links));
         for (size_t n = 0; n < o->n_nodes; n++)
             nsrv__bsim_link_init(sim, &b->links[n], b, (uint32_t)n);
-        uv_timer_init(&sim->loop, &b->reg_timer);
-        b->reg_timer.data = b;
+        init_timer(sim, &b->reg_timer, b);
         uv_timer_start(&b->reg_timer, reg_timer_cb, offset, o->period_ms);
-        uv_timer_init(&sim->loop, &b->hb_timer);
-        b->hb_timer.data = b;
+        init_timer(sim, &b->hb_timer, b);
         if (o->heartbeat_ms)
             uv_timer_start(&b->hb_timer, hb_timer_cb, offset + o->heartbeat_ms, o->heartbeat_ms);
     }
@@ -630,12 +634,9 @@ static int run(nsrv_bsim_t *sim) {
     if ((uint64_t)o->n_topics + o->n_shared + (o->sys_topics ? 1 : 0) == 1)
         nsrv_log_warn("BSIM", "a one-topic table is refused before the first full registration "
                               "('register broker failed', proto/route.md §3 step 7)");
-    uv_timer_init(&sim->loop, &sim->sweep_timer);
-    sim->sweep_timer.data = sim;
-    uv_timer_init(&sim->loop, &sim->duration_timer);
-    sim->duration_timer.data = sim;
-    uv_timer_init(&sim->loop, &sim->exit_timer);
-    sim->exit_timer.data = sim;
+    init_timer(sim, &sim->sweep_timer, sim);
+    init_timer(sim, &sim->duration_timer, sim);
+    init_timer(sim, &sim->exit_timer, sim);
     init_signal(sim, &sim->sig_int, SIGINT);
     init_signal(sim, &sim->sig_term, SIGTERM);
     init_signal(sim, &sim->sig_usr1, SIGUSR1);
