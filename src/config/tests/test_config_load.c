@@ -16,6 +16,7 @@
 #include "nsrv/common.h"
 #include "nsrv/config.h"
 #include "nsrv/fileio.h"
+#include "config_test.h"
 #include "testlib.h"
 
 /* The example file must parse to exactly the defaults. */
@@ -157,17 +158,11 @@ static char *write_tmp(const char *name, const char *text) {
     return nsrv_buf_steal(&p, NULL);
 }
 
-static char *render(const nsrv_config_t *cfg) {
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    nsrv_config_render(cfg, &b);
-    return nsrv_buf_steal(&b, NULL);
-}
-
 static void test_defaults_match_java(void **state) {
     (void)state;
     nsrv_config_t cfg;
     nsrv_config_init_defaults(&cfg);
-    char *got = render(&cfg);
+    char *got = ct_render(&cfg);
     char *want = expected_default_body(true);
     assert_string_equal(got, want);
     assert_int_equal(cfg.listen_port, 9876);
@@ -184,7 +179,7 @@ static void test_defaults_match_java(void **state) {
     /* Without ROCKETMQ_HOME the key is not rendered at all. */
     unsetenv("ROCKETMQ_HOME");
     nsrv_config_init_defaults(&cfg);
-    got = render(&cfg);
+    got = ct_render(&cfg);
     want = expected_default_body(false);
     assert_string_equal(got, want);
     assert_string_equal(cfg.rocketmq_home, "");
@@ -265,7 +260,7 @@ static void test_load_file(void **state) {
     assert_string_equal(unk->items[1].key, "brokerClusterName");
     nsrv_config_warn_unknown(&cfg);
 
-    char *out = render(&cfg);
+    char *out = ct_render(&cfg);
     assert_non_null(strstr(out, "\nbrokerClusterName=x\n"));
     assert_non_null(strstr(out, "\nlistenPort=9877\n"));
     /* Sorted: the unknown "zz" key is last. */
@@ -331,7 +326,7 @@ static void test_secret_not_rendered(void **state) {
     assert_int_equal(nsrv_config_load_file(&cfg, path, err, sizeof err), 0);
     assert_string_equal(cfg.tls_server_key_password, "s3cret");
     assert_string_equal(cfg.tls_server_mode, "ENFORCING");
-    char *shown = render(&cfg);
+    char *shown = ct_render(&cfg);
     assert_null(strstr(shown, "s3cret"));
     assert_non_null(strstr(shown, "\ntls.server.mode=ENFORCING\n"));
     nsrv_buf_t persisted = NSRV_BUF_INIT;
@@ -396,7 +391,7 @@ static void test_example_file(void **state) {
     assert_string_equal(ex.config_store_path, NSRV_EXAMPLE_CONF);
     nsrv_free(ex.config_store_path);
     ex.config_store_path = nsrv_strdup(def.config_store_path);
-    char *a = render(&def), *b = render(&ex);
+    char *a = ct_render(&def), *b = ct_render(&ex);
     assert_string_equal(a, b);
     nsrv_free(a);
     nsrv_free(b);

@@ -19,6 +19,7 @@
 #include "nsrv/config.h"
 #include "nsrv/fileio.h"
 #include "nsrv/log.h"
+#include "config_test.h"
 #include "testlib.h"
 
 static nsrv_test_dir_t tmp;
@@ -47,12 +48,6 @@ static nsrv_config_update_result_t update(nsrv_config_t *cfg, const char *body, 
     return res;
 }
 
-static char *render(const nsrv_config_t *cfg) {
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    nsrv_config_render(cfg, &b);
-    return nsrv_buf_steal(&b, NULL);
-}
-
 static void test_apply_and_persist(void **state) {
     (void)state;
     nsrv_config_t cfg;
@@ -74,7 +69,7 @@ static void test_apply_and_persist(void **state) {
     assert_int_equal(nsrv_config_load_file(&back, cfg.config_store_path, err, sizeof err), 0);
     assert_false(back.enable_all_topic_list);
     assert_int_equal(back.wait_seconds_for_service, 7);
-    char *a = render(&cfg), *b = render(&back);
+    char *a = ct_render(&cfg), *b = ct_render(&back);
     assert_string_equal(a, b);
     nsrv_free(a);
     nsrv_free(b);
@@ -101,7 +96,7 @@ static void test_noop_bodies(void **state) {
     nsrv_config_t cfg;
     char remark[256];
     nsrv_config_init_defaults(&cfg);
-    char *before = render(&cfg);
+    char *before = ct_render(&cfg);
     assert_int_equal(update(&cfg, "", remark, sizeof remark), NSRV_CONFIG_UPDATE_OK);
     assert_int_equal(update(&cfg, "# only a comment\n\n", remark, sizeof remark),
                      NSRV_CONFIG_UPDATE_OK);
@@ -111,7 +106,7 @@ static void test_noop_bodies(void **state) {
     assert_string_equal(remark, "");
     assert_int_equal(cfg.version, 0);
     assert_int_equal(cfg.extra.count, 0);
-    char *after = render(&cfg);
+    char *after = ct_render(&cfg);
     assert_string_equal(before, after);
     nsrv_free(before);
     nsrv_free(after);
@@ -126,13 +121,13 @@ static void test_noop_bodies(void **state) {
 
 static void expect_refused(nsrv_config_t *cfg, const char *body) {
     char remark[256];
-    char *before = render(cfg);
+    char *before = ct_render(cfg);
     uint64_t v = cfg->version;
     nsrv_config_update_result_t res = update(cfg, body, remark, sizeof remark);
     if (res != NSRV_CONFIG_UPDATE_NO_PERMISSION)
         fail_msg("body [%s]: result %d, expected NO_PERMISSION", body, (int)res);
     assert_string_equal(remark, "Can not update config in black list.");
-    char *after = render(cfg);
+    char *after = ct_render(cfg);
     assert_string_equal(before, after);
     assert_int_equal(cfg->version, v);
     nsrv_free(before);
@@ -280,7 +275,7 @@ static void test_persist_round_trip_extras(void **state) {
     assert_int_equal(nsrv_config_persist(&cfg), 0);
     nsrv_config_init_defaults(&back);
     assert_int_equal(nsrv_config_load_file(&back, p.data, err, sizeof err), 0);
-    char *a = render(&cfg), *b = render(&back);
+    char *a = ct_render(&cfg), *b = ct_render(&back);
     assert_string_equal(a, b);
     nsrv_free(a);
     nsrv_free(b);
