@@ -429,27 +429,28 @@ bool nsrv_json_as_i64(const nsrv_json_t *v, int64_t *out) {
 }
 
 bool nsrv_json_as_bool(const nsrv_json_t *v, bool *out) {
+    bool b;
     if (!v)
         return false;
-    if (v->type == NSRV_JSON_BOOL) {
-        *out = v->boolean;
-        return true;
+    switch (v->type) {
+    case NSRV_JSON_BOOL:
+        b = v->boolean;
+        break;
+    case NSRV_JSON_STRING: /* "true" or "false" in any case */
+        b = strcasecmp(v->str, "true") == 0;
+        if (!b && strcasecmp(v->str, "false") != 0)
+            return false;
+        break;
+    case NSRV_JSON_NUMBER: /* an integer: non-zero is true */
+        if (!v->is_int)
+            return false;
+        b = v->i64 != 0;
+        break;
+    default:
+        return false;
     }
-    if (v->type == NSRV_JSON_STRING) {
-        if (strcasecmp(v->str, "true") == 0) {
-            *out = true;
-            return true;
-        }
-        if (strcasecmp(v->str, "false") == 0) {
-            *out = false;
-            return true;
-        }
-    }
-    if (v->type == NSRV_JSON_NUMBER && v->is_int) {
-        *out = v->i64 != 0;
-        return true;
-    }
-    return false;
+    *out = b;
+    return true;
 }
 
 const char *nsrv_json_as_str(const nsrv_json_t *v, size_t *len) {

@@ -561,6 +561,7 @@ static int setup_group(nsrv_bsim_t *sim, uint32_t gi) {
         b->sim = sim;
         b->group = g;
         b->id = m;
+        snprintf(b->id_text, sizeof(b->id_text), "%u", m);
         b->state = NSRV_BSIM_BROKER_ACTIVE;
         nsrv__bsim_opts_member_addr(o, gi, m, b->addr, sizeof(b->addr), b->ha_addr,
                                     sizeof(b->ha_addr));

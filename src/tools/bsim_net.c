@@ -231,15 +231,14 @@ void nsrv__bsim_link_send_register(nsrv_bsim_link_t *l) {
     nsrv_bsim_broker_t *b = l->broker;
     nsrv_bsim_group_t *g = b->group;
     const nsrv_bsim_opts_t *o = &b->sim->opts;
-    char id[16], timeout[24];
-    snprintf(id, sizeof(id), "%u", b->id);
+    char timeout[24];
     snprintf(timeout, sizeof(timeout), "%llu", (unsigned long long)o->hb_timeout_ms);
     /* RegisterBrokerRequestHeader as a 5.x broker fills it (proto/requests.md §2.5, proto/peers.md
      * §1.2). */
     nsrv_ext_field_t ext[10];
     size_t n = 0;
     ext[n++] = EXT("brokerAddr", b->addr);
-    ext[n++] = EXT("brokerId", id);
+    ext[n++] = EXT("brokerId", b->id_text);
     ext[n++] = EXT("brokerName", g->name);
     ext[n++] = EXT("clusterName", o->cluster);
     ext[n++] = EXT("haServerAddr", b->ha_addr);
@@ -262,8 +261,7 @@ void nsrv__bsim_link_send_heartbeat(nsrv_bsim_link_t *l) {
     nsrv_bsim_broker_t *b = l->broker;
     nsrv_bsim_group_t *g = b->group;
     const nsrv_bsim_opts_t *o = &b->sim->opts;
-    char id[16], dv[128];
-    snprintf(id, sizeof(id), "%u", b->id);
+    char dv[128];
     nsrv_ext_field_t ext[4];
     size_t n = 0;
     int rc;
@@ -278,7 +276,7 @@ void nsrv__bsim_link_send_heartbeat(nsrv_bsim_link_t *l) {
         ext[n++] = EXT("brokerName", g->name);
         ext[n++] = EXT("brokerAddr", b->addr);
         ext[n++] = EXT("clusterName", o->cluster);
-        ext[n++] = EXT("brokerId", id);
+        ext[n++] = EXT("brokerId", b->id_text);
         rc = link_send(l, NSRV_REQ_QUERY_DATA_VERSION, ext, n, dv, (size_t)dv_len, true, 0);
     } else {
         ext[n++] = EXT("clusterName", o->cluster);
@@ -293,14 +291,12 @@ void nsrv__bsim_link_send_heartbeat(nsrv_bsim_link_t *l) {
 int nsrv__bsim_link_send_unregister(nsrv_bsim_link_t *l) {
     nsrv_bsim_broker_t *b = l->broker;
     const nsrv_bsim_opts_t *o = &b->sim->opts;
-    char id[16];
-    snprintf(id, sizeof(id), "%u", b->id);
     nsrv_ext_field_t ext[4];
     size_t n = 0;
     ext[n++] = EXT("brokerName", b->group->name);
     ext[n++] = EXT("brokerAddr", b->addr);
     ext[n++] = EXT("clusterName", o->cluster);
-    ext[n++] = EXT("brokerId", id);
+    ext[n++] = EXT("brokerId", b->id_text);
     int rc = link_send(l, NSRV_REQ_UNREGISTER_BROKER, ext, n, NULL, 0, false,
                        NSRV_BSIM_UNREG_TIMEOUT_MS);
     if (rc == 0)

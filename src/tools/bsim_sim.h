@@ -79,6 +79,7 @@ struct nsrv_bsim_broker {
     nsrv_bsim_t *sim;
     nsrv_bsim_group_t *group;
     uint32_t id;
+    char id_text[12]; /* id in decimal, as the request headers carry it */
     char addr[64];
     char ha_addr[64];
     nsrv_bsim_broker_state_t state;
