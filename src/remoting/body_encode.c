@@ -74,6 +74,10 @@ void nsrv_register_body_encode_json(const nsrv_register_body_t *b, nsrv_buf_t *o
     }
     nsrv_buf_append_c(out, "\"topicConfigSerializeWrapper\":{\"dataVersion\":");
     put_data_version(out, &b->data_version);
+    /* A 5.x broker sends its static-topic mapping version too (an empty DataVersion
+     * without static topics); rocketmq-rust's NameServer refuses a body without it. */
+    nsrv_buf_append_c(out, ",\"mappingDataVersion\":");
+    put_data_version(out, &(nsrv_data_version_t){0});
     nsrv_buf_append_c(out, ",\"topicConfigTable\":{");
     for (size_t i = 0; i < b->n_topics; i++) {
         const nsrv_topic_config_t *t = &b->topics[i];

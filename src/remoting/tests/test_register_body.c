@@ -306,10 +306,12 @@ static void test_json_encoder_matches_sample(void **state) {
     decode_ok(SAMPLE_5X_JSON, strlen(SAMPLE_5X_JSON), NSRV_MQ_V5_3_3, false, &b);
     nsrv_buf_t out = NSRV_BUF_INIT;
     nsrv_register_body_encode_json(&b, &out);
-    /* The sample without whitespace and without mappingDataVersion, which we do not keep. */
+    /* The sample without whitespace; mappingDataVersion, which we do not keep, is written
+     * empty, as by a broker without static topics (rocketmq-rust's NameServer requires it). */
     const char *want =
         "{\"filterServerList\":[],\"topicConfigSerializeWrapper\":{\"dataVersion\":{\"counter\":5,"
-        "\"stateVersion\":0,\"timestamp\":1700000000000},\"topicConfigTable\":{\"TopicTest\":{"
+        "\"stateVersion\":0,\"timestamp\":1700000000000},\"mappingDataVersion\":{\"counter\":0,"
+        "\"stateVersion\":0,\"timestamp\":0},\"topicConfigTable\":{\"TopicTest\":{"
         "\"attributes\":{},\"order\":false,\"perm\":6,\"readQueueNums\":4,\"topicFilterType\":"
         "\"SINGLE_TAG\",\"topicName\":\"TopicTest\",\"topicSysFlag\":0,\"writeQueueNums\":4}},"
         "\"topicQueueMappingDetailMap\":{},\"topicQueueMappingInfoMap\":{\"TopicTest\":{"
