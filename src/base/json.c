@@ -199,34 +199,38 @@ static int parse_key(parser_t *ps, const char **out, size_t *out_len) {
     return 0;
 }
 
+/* Skips a run of ASCII digits; false when there is none. */
+static bool skip_digits(parser_t *ps) {
+    const char *start = ps->p;
+    while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
+        ps->p++;
+    return ps->p > start;
+}
+
+/* Consumes the next char if it is a or b. */
+static bool skip_either(parser_t *ps, char a, char b) {
+    if (ps->p < ps->end && (*ps->p == a || *ps->p == b)) {
+        ps->p++;
+        return true;
+    }
+    return false;
+}
+
 static int parse_number(parser_t *ps, nsrv_json_t *n) {
     const char *s = ps->p;
     bool is_int = true;
-    if (ps->p < ps->end && (*ps->p == '-' || *ps->p == '+'))
-        ps->p++;
-    const char *digits = ps->p;
-    while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
-        ps->p++;
-    if (ps->p == digits)
+    skip_either(ps, '-', '+');
+    if (!skip_digits(ps))
         return fail(ps, "bad number");
-    if (ps->p < ps->end && *ps->p == '.') {
+    if (skip_either(ps, '.', '.')) {
         is_int = false;
-        ps->p++;
-        const char *frac = ps->p;
-        while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
-            ps->p++;
-        if (ps->p == frac)
+        if (!skip_digits(ps))
             return fail(ps, "bad number");
     }
-    if (ps->p < ps->end && (*ps->p == 'e' || *ps->p == 'E')) {
+    if (skip_either(ps, 'e', 'E')) {
         is_int = false;
-        ps->p++;
-        if (ps->p < ps->end && (*ps->p == '-' || *ps->p == '+'))
-            ps->p++;
-        const char *exp = ps->p;
-        while (ps->p < ps->end && *ps->p >= '0' && *ps->p <= '9')
-            ps->p++;
-        if (ps->p == exp)
+        skip_either(ps, '-', '+');
+        if (!skip_digits(ps))
             return fail(ps, "bad number");
     }
     /* fastjson suffixes for long/float/double/short/byte. */

@@ -28,17 +28,17 @@ static void fill_info(const nsrv_route_t *rt, const rt_live_t *l, nsrv_route_liv
     *out = (nsrv_route_live_info_t){
         .cluster = l->k.cluster,
         .broker_addr = l->k.addr,
-        .broker_name = l->name ? l->name : "",
         .broker_id = l->id,
+        .broker_name = l->name ? l->name : "",
         .ha_server_addr = l->ha_addr,
-        .zone_name = b && b->present ? b->zone : NULL,
         .acting_master = l->acting_master,
         .timeout_ms = l->timeout_ms,
+        .zone_name = b && b->present ? b->zone : NULL,
         .data_version = l->dv,
+        .conn_id = l->conn_id,
+        .created_ms = l->created_ms,
         .last_direct_ms = l->last_direct_ms,
         .last_seen_ms = l->last_seen_ms,
-        .created_ms = l->created_ms,
-        .conn_id = l->conn_id,
     };
 }
 

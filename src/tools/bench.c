@@ -105,35 +105,41 @@ static void usage(void) {
                     "                  (-t TOPIC... | --brokers N --topics M | --shared S)\n");
 }
 
+/* The option's int field, or NULL when a is not an int option. */
+static int *int_option(bench_opts_t *o, const char *a) {
+    const struct {
+        const char *name;
+        int *field;
+    } ints[] = {{"-c", &o->conns},
+                {"-d", &o->depth},
+                {"-s", &o->seconds},
+                {"-w", &o->warmup},
+                {"-v", &o->version},
+                {"--brokers", &o->sim_brokers},
+                {"--topics", &o->sim_topics},
+                {"--shared", &o->shared}};
+    for (size_t k = 0; k < NSRV_ARRAY_LEN(ints); k++)
+        if (!strcmp(a, ints[k].name))
+            return ints[k].field;
+    return NULL;
+}
+
 static bool parse_opts(int argc, char **argv, bench_opts_t *o) {
     *o = (bench_opts_t){.conns = 8, .depth = 16, .seconds = 10, .version = NSRV_MQ_CURRENT};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int *field = int_option(o, a);
         bool ok = v != NULL;
         if (!ok)
             break;
-        if (!strcmp(a, "-a"))
+        if (field)
+            ok = arg_int(v, field);
+        else if (!strcmp(a, "-a"))
             o->addr = v;
-        else if (!strcmp(a, "-c"))
-            ok = arg_int(v, &o->conns);
-        else if (!strcmp(a, "-d"))
-            ok = arg_int(v, &o->depth);
         else if (!strcmp(a, "-r"))
             ok = nsrv_parse_int(v, strlen(v), 1, 10000000, &o->rate);
-        else if (!strcmp(a, "-s"))
-            ok = arg_int(v, &o->seconds);
-        else if (!strcmp(a, "-w"))
-            ok = arg_int(v, &o->warmup);
-        else if (!strcmp(a, "-v"))
-            ok = arg_int(v, &o->version);
         else if (!strcmp(a, "-t") && o->n_names < MAX_NAMES)
             o->names[o->n_names++] = v;
-        else if (!strcmp(a, "--brokers"))
-            ok = arg_int(v, &o->sim_brokers);
-        else if (!strcmp(a, "--topics"))
-            ok = arg_int(v, &o->sim_topics);
-        else if (!strcmp(a, "--shared"))
-            ok = arg_int(v, &o->shared);
         else
             ok = false;
         if (!ok)

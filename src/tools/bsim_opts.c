@@ -145,46 +145,75 @@ typedef enum {
     OPT_HELP,
 } opt_id_t;
 
+/* How apply() stores a plain option; the others (CUSTOM) have their own case. */
+typedef enum { KIND_CUSTOM, KIND_FLAG, KIND_U32, KIND_U64 } opt_kind_t;
+
 typedef struct {
     const char *long_name;
     char short_name; /* 0 = none */
     bool has_arg;
     opt_id_t id;
     const char *help;
+    opt_kind_t kind;
+    size_t offset;     /* of the bool / uint32_t / uint64_t field in nsrv_bsim_opts_t */
+    uint64_t min, max; /* the integer's range */
 } opt_def_t;
 
+/* The tail of a plain option's row: a flag set to true, or an integer in [lo, hi]. */
+#define FLAG(field) KIND_FLAG, offsetof(nsrv_bsim_opts_t, field), 0, 0
+#define U32(field, lo, hi) KIND_U32, offsetof(nsrv_bsim_opts_t, field), lo, hi
+#define U64(field, lo, hi) KIND_U64, offsetof(nsrv_bsim_opts_t, field), lo, hi
+#define CUSTOM KIND_CUSTOM, 0, 0, 0
+
 static const opt_def_t OPTS[] = {
-    {"namesrv", 'n', true, OPT_NAMESRV, "host:port;host:port  nameservers (required)"},
-    {"brokers", 'b', true, OPT_BROKERS, "N  broker groups (masters), default 1"},
-    {"prefix", 'p', true, OPT_PREFIX, "STR  broker name prefix, default 'broker-' (broker-0000..)"},
-    {"cluster", 'c', true, OPT_CLUSTER, "NAME  cluster name, default DefaultCluster"},
-    {"topics", 't', true, OPT_TOPICS, "T  own topics per broker (topic-<broker>-<i>), default 10"},
-    {"shared", 's', true, OPT_SHARED, "S  topics every broker hosts (shared-topic-<j>), default 0"},
-    {"queues", 'q', true, OPT_QUEUES, "Q  read/write queues of generated topics, default 8"},
-    {"no-sys-topics", 0, false, OPT_NO_SYS_TOPICS, "  omit the system topics of a real broker"},
-    {"slaves", 0, true, OPT_SLAVES, "K  slaves per master (brokerId 1..K), default 0"},
-    {"period", 0, true, OPT_PERIOD, "MS  REGISTER_BROKER period, default 30000"},
-    {"heartbeat", 0, true, OPT_HEARTBEAT, "MS  light heartbeat period, 0 = off (default)"},
+    {"namesrv", 'n', true, OPT_NAMESRV, "host:port;host:port  nameservers (required)", CUSTOM},
+    {"brokers", 'b', true, OPT_BROKERS, "N  broker groups (masters), default 1",
+     U32(n_brokers, 1, NSRV_BSIM_MAX_BROKERS)},
+    {"prefix", 'p', true, OPT_PREFIX, "STR  broker name prefix, default 'broker-' (broker-0000..)",
+     CUSTOM},
+    {"cluster", 'c', true, OPT_CLUSTER, "NAME  cluster name, default DefaultCluster", CUSTOM},
+    {"topics", 't', true, OPT_TOPICS, "T  own topics per broker (topic-<broker>-<i>), default 10",
+     U32(n_topics, 0, NSRV_BSIM_MAX_TOPICS)},
+    {"shared", 's', true, OPT_SHARED, "S  topics every broker hosts (shared-topic-<j>), default 0",
+     U32(n_shared, 0, NSRV_BSIM_MAX_TOPICS)},
+    {"queues", 'q', true, OPT_QUEUES, "Q  read/write queues of generated topics, default 8",
+     U32(queues, 1, 1024)},
+    {"no-sys-topics", 0, false, OPT_NO_SYS_TOPICS, "  omit the system topics of a real broker",
+     CUSTOM},
+    {"slaves", 0, true, OPT_SLAVES, "K  slaves per master (brokerId 1..K), default 0",
+     U32(n_slaves, 0, NSRV_BSIM_MAX_SLAVES)},
+    {"period", 0, true, OPT_PERIOD, "MS  REGISTER_BROKER period, default 30000",
+     U64(period_ms, MIN_PERIOD_MS, MAX_DURATION_MS)},
+    {"heartbeat", 0, true, OPT_HEARTBEAT, "MS  light heartbeat period, 0 = off (default)", CUSTOM},
     {"heartbeat-code", 0, true, OPT_HEARTBEAT_CODE,
-     "322|904  QUERY_DATA_VERSION (default) or BROKER_HEARTBEAT"},
-    {"timeout-ms", 0, true, OPT_TIMEOUT, "MS  heartbeatTimeoutMillis to send, 0 = omit (default)"},
-    {"compressed", 0, false, OPT_COMPRESSED, "  zlib body, header compressed=true"},
-    {"acting-master", 0, false, OPT_ACTING_MASTER, "  send enableActingMaster=true"},
-    {"ser", 0, true, OPT_SER, "json|rocketmq  request header serialization, default json"},
-    {"zone", 0, true, OPT_ZONE, "NAME  send __ZONE_NAME"},
+     "322|904  QUERY_DATA_VERSION (default) or BROKER_HEARTBEAT", CUSTOM},
+    {"timeout-ms", 0, true, OPT_TIMEOUT, "MS  heartbeatTimeoutMillis to send, 0 = omit (default)",
+     U64(hb_timeout_ms, 0, MAX_DURATION_MS)},
+    {"compressed", 0, false, OPT_COMPRESSED, "  zlib body, header compressed=true",
+     FLAG(compressed)},
+    {"acting-master", 0, false, OPT_ACTING_MASTER, "  send enableActingMaster=true",
+     FLAG(acting_master)},
+    {"ser", 0, true, OPT_SER, "json|rocketmq  request header serialization, default json", CUSTOM},
+    {"zone", 0, true, OPT_ZONE, "NAME  send __ZONE_NAME", CUSTOM},
     {"addr-host", 0, true, OPT_ADDR_HOST,
-     "IP  host of the fake broker addresses, default 127.0.0.1"},
-    {"addr-base", 0, true, OPT_ADDR_BASE, "PORT  first fake broker port, default 20911"},
-    {"duration", 'd', true, OPT_DURATION, "S  exit after S seconds, default 600"},
-    {"ramp", 0, true, OPT_RAMP, "MS  spread the first registrations over MS, default 0"},
-    {"req-timeout-ms", 0, true, OPT_REQ_TIMEOUT, "MS  request timeout, default 24000"},
-    {"reconnect-max-ms", 0, true, OPT_RECONNECT_MAX, "MS  reconnect backoff cap, default 5000"},
-    {"json-stats", 0, false, OPT_JSON_STATS, "  print a JSON stats line at exit"},
-    {"quit-on-eof", 0, false, OPT_QUIT_ON_EOF, "  exit when stdin reaches end of file"},
+     "IP  host of the fake broker addresses, default 127.0.0.1", CUSTOM},
+    {"addr-base", 0, true, OPT_ADDR_BASE, "PORT  first fake broker port, default 20911",
+     U32(addr_base, 1, 65535)},
+    {"duration", 'd', true, OPT_DURATION, "S  exit after S seconds, default 600", CUSTOM},
+    {"ramp", 0, true, OPT_RAMP, "MS  spread the first registrations over MS, default 0",
+     U64(ramp_ms, 0, MAX_DURATION_MS)},
+    {"req-timeout-ms", 0, true, OPT_REQ_TIMEOUT, "MS  request timeout, default 24000",
+     U64(req_timeout_ms, 1, MAX_DURATION_MS)},
+    {"reconnect-max-ms", 0, true, OPT_RECONNECT_MAX, "MS  reconnect backoff cap, default 5000",
+     U64(reconnect_max_ms, 1, MAX_DURATION_MS)},
+    {"json-stats", 0, false, OPT_JSON_STATS, "  print a JSON stats line at exit", FLAG(json_stats)},
+    {"quit-on-eof", 0, false, OPT_QUIT_ON_EOF, "  exit when stdin reaches end of file",
+     FLAG(quit_on_eof)},
     {"unregister-on-exit", 0, false, OPT_UNREGISTER_ON_EXIT,
-     "  UNREGISTER_BROKER everything before exiting"},
-    {"log-level", 'v', true, OPT_LOG_LEVEL, "LEVEL  error|warn|notice|info|debug, default notice"},
-    {"help", 'h', false, OPT_HELP, "  this text"},
+     "  UNREGISTER_BROKER everything before exiting", FLAG(unregister_on_exit)},
+    {"log-level", 'v', true, OPT_LOG_LEVEL, "LEVEL  error|warn|notice|info|debug, default notice",
+     CUSTOM},
+    {"help", 'h', false, OPT_HELP, "  this text", FLAG(help)},
 };
 
 void nsrv__bsim_opts_usage(FILE *f) {
@@ -224,13 +253,25 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
                              d->long_name, v, (unsigned long long)(min),                           \
                              (unsigned long long)(max));                                           \
     } while (0)
+    char *field = (char *)o + d->offset;
+    switch (d->kind) {
+    case KIND_FLAG:
+        *(bool *)field = true;
+        return 0;
+    case KIND_U32:
+        NUM(d->min, d->max);
+        *(uint32_t *)field = (uint32_t)u;
+        return 0;
+    case KIND_U64:
+        NUM(d->min, d->max);
+        *(uint64_t *)field = u;
+        return 0;
+    case KIND_CUSTOM:
+        break;
+    }
     switch (d->id) {
     case OPT_NAMESRV:
         rc = nsrv__bsim_opts_parse_nodes(o, v, err, err_len);
-        break;
-    case OPT_BROKERS:
-        NUM(1, NSRV_BSIM_MAX_BROKERS);
-        o->n_brokers = (uint32_t)u;
         break;
     case OPT_PREFIX:
         if (*v == '\0') {
@@ -242,28 +283,8 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
     case OPT_CLUSTER:
         rc = set_name(o->cluster, sizeof(o->cluster), v, "--cluster", err, err_len);
         break;
-    case OPT_TOPICS:
-        NUM(0, NSRV_BSIM_MAX_TOPICS);
-        o->n_topics = (uint32_t)u;
-        break;
-    case OPT_SHARED:
-        NUM(0, NSRV_BSIM_MAX_TOPICS);
-        o->n_shared = (uint32_t)u;
-        break;
-    case OPT_QUEUES:
-        NUM(1, 1024);
-        o->queues = (uint32_t)u;
-        break;
     case OPT_NO_SYS_TOPICS:
         o->sys_topics = false;
-        break;
-    case OPT_SLAVES:
-        NUM(0, NSRV_BSIM_MAX_SLAVES);
-        o->n_slaves = (uint32_t)u;
-        break;
-    case OPT_PERIOD:
-        NUM(MIN_PERIOD_MS, MAX_DURATION_MS);
-        o->period_ms = u;
         break;
     case OPT_HEARTBEAT:
         NUM(0, MAX_DURATION_MS);
@@ -278,16 +299,6 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
             return nsrv_fail(err, err_len, -EINVAL, "--heartbeat-code %s: want %d or %d", v,
                              NSRV_REQ_QUERY_DATA_VERSION, NSRV_REQ_BROKER_HEARTBEAT);
         o->heartbeat_code = (int32_t)u;
-        break;
-    case OPT_TIMEOUT:
-        NUM(0, MAX_DURATION_MS);
-        o->hb_timeout_ms = u;
-        break;
-    case OPT_COMPRESSED:
-        o->compressed = true;
-        break;
-    case OPT_ACTING_MASTER:
-        o->acting_master = true;
         break;
     case OPT_SER:
         if (strcmp(v, "json") == 0 || strcmp(v, "JSON") == 0)
@@ -305,34 +316,9 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
             return nsrv_fail(err, err_len, -EINVAL, "--addr-host '%s': want an IPv4 address", v);
         snprintf(o->addr_host, sizeof(o->addr_host), "%s", v);
         break;
-    case OPT_ADDR_BASE:
-        NUM(1, 65535);
-        o->addr_base = (uint32_t)u;
-        break;
     case OPT_DURATION:
         NUM(1, MAX_DURATION_MS / 1000);
         o->duration_ms = u * 1000;
-        break;
-    case OPT_RAMP:
-        NUM(0, MAX_DURATION_MS);
-        o->ramp_ms = u;
-        break;
-    case OPT_REQ_TIMEOUT:
-        NUM(1, MAX_DURATION_MS);
-        o->req_timeout_ms = u;
-        break;
-    case OPT_RECONNECT_MAX:
-        NUM(1, MAX_DURATION_MS);
-        o->reconnect_max_ms = u;
-        break;
-    case OPT_JSON_STATS:
-        o->json_stats = true;
-        break;
-    case OPT_QUIT_ON_EOF:
-        o->quit_on_eof = true;
-        break;
-    case OPT_UNREGISTER_ON_EXIT:
-        o->unregister_on_exit = true;
         break;
     case OPT_LOG_LEVEL: {
         int lvl = nsrv_log_level_parse(v);
@@ -342,9 +328,8 @@ static int apply(nsrv_bsim_opts_t *o, const opt_def_t *d, const char *v, char *e
         o->log_level = lvl;
         break;
     }
-    case OPT_HELP:
-        o->help = true;
-        break;
+    default:
+        break; /* the plain options, stored above */
     }
 #undef NUM
     return rc;
