@@ -26,6 +26,22 @@ int nsrv_test_dir_make(nsrv_test_dir_t *d, const char *name) {
     return mkdtemp(d->path) ? 0 : -1;
 }
 
+int nsrv_test_fixture_new(void **state, size_t size, const char *name) {
+    nsrv_test_dir_t *d = calloc(1, size);
+    if (!d || nsrv_test_dir_make(d, name) != 0) {
+        free(d);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
+void nsrv_test_fixture_free(void **state) {
+    nsrv_test_dir_remove(*state);
+    free(*state);
+    *state = NULL;
+}
+
 static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st;
     (void)flag;

@@ -17,6 +17,13 @@ typedef struct {
 int nsrv_test_dir_make(nsrv_test_dir_t *d, const char *name);
 /* Removes the directory and everything below it (links are not followed). */
 void nsrv_test_dir_remove(const nsrv_test_dir_t *d);
+/*
+ * A per-test fixture struct of `size` bytes whose first member is an nsrv_test_dir_t: allocated
+ * zeroed with a fresh "<name>" directory into *state; 0, or -1 (for a cmocka setup's return).
+ * nsrv_test_fixture_free removes the directory and frees it.
+ */
+int nsrv_test_fixture_new(void **state, size_t size, const char *name);
+void nsrv_test_fixture_free(void **state);
 /* "<dir>/<name>" in one of eight rotating static buffers: valid for the next seven calls. */
 const char *nsrv_test_dir_join(const nsrv_test_dir_t *d, const char *name);
 

@@ -26,18 +26,12 @@ typedef struct {
 } fixture_t;
 
 static int setup(void **state) {
-    fixture_t *f = calloc(1, sizeof *f);
-    if (nsrv_test_dir_make(&f->dir, "fileio") != 0)
-        return -1;
-    *state = f;
-    return 0;
+    return nsrv_test_fixture_new(state, sizeof(fixture_t), "fileio");
 }
 
 static int teardown(void **state) {
-    fixture_t *f = *state;
     nsrv_file_crash_hook = NULL;
-    nsrv_test_dir_remove(&f->dir);
-    free(f);
+    nsrv_test_fixture_free(state);
     return 0;
 }
 

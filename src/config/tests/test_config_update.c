@@ -200,10 +200,10 @@ static void test_invalid_applies_nothing(void **state) {
 
 static void test_log_level_runtime(void **state) {
     (void)state;
+    int saved = nsrv_log_level; /* restored at the end: the level is process-wide */
     nsrv_config_t cfg;
     char remark[64];
     nsrv_config_init_defaults(&cfg);
-    int saved = nsrv_log_level;
     assert_int_equal(update(&cfg, "logLevel=error", remark, sizeof remark), NSRV_CONFIG_UPDATE_OK);
     assert_int_equal(nsrv_log_level, NSRV_LOG_ERROR);
     assert_string_equal(cfg.log_level, "error");

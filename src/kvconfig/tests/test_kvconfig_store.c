@@ -33,23 +33,20 @@ typedef struct {
 } fixture_t;
 
 static int setup(void **state) {
-    fixture_t *f = calloc(1, sizeof *f);
-    if (nsrv_test_dir_make(&f->dir, "kv") != 0)
+    if (nsrv_test_fixture_new(state, sizeof(fixture_t), "kv") != 0)
         return -1;
+    fixture_t *f = *state;
     snprintf(f->path, sizeof f->path, "%s/namesrv/kvConfig.json", f->dir.path);
     snprintf(f->bak, sizeof f->bak, "%s.bak", f->path);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp", f->path);
     /* Expected warnings (corrupt files) would only clutter the test output. */
     nsrv_log_level = NSRV_LOG_ERROR - 1;
-    *state = f;
     return 0;
 }
 
 static int teardown(void **state) {
-    fixture_t *f = *state;
     nsrv_file_crash_hook = NULL;
-    nsrv_test_dir_remove(&f->dir);
-    free(f);
+    nsrv_test_fixture_free(state);
     return 0;
 }
 
@@ -171,36 +168,33 @@ static void test_load_missing_is_empty(void **state) {
     nsrv_kv_destroy(&kv);
 }
 
-static void test_load_corrupt_uses_bak(void **state) {
-    fixture_t *f = *state;
-    /* A Java NameServer crashed half-way through its in-place rewrite. */
-    nsrv_test_write_file(f->path, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"bro");
-    nsrv_test_write_file(f->bak, ORDER_FILE);
+/* With main_text as the main file, the load falls back to the .bak (ORDER_FILE). */
+static void assert_falls_back_to_bak(const fixture_t *f, const char *main_text) {
+    nsrv_test_write_file(f->path, main_text);
     nsrv_kv_t *kv = reload(f->path, 0);
-    assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
-                        "broker-a:4;broker-b:4");
-    nsrv_kv_destroy(&kv);
-    /* The same for a main file of the wrong shape. */
-    nsrv_test_write_file(f->path, "{\"configTable\":[1,2]}");
-    kv = reload(f->path, 0);
     assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
                         "broker-a:4;broker-b:4");
     nsrv_kv_destroy(&kv);
 }
 
+static void test_load_corrupt_uses_bak(void **state) {
+    fixture_t *f = *state;
+    nsrv_test_write_file(f->bak, ORDER_FILE);
+    /* A Java NameServer crashed half-way through its in-place rewrite. */
+    assert_falls_back_to_bak(f, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"bro");
+    /* The same for a main file of the wrong shape. */
+    assert_falls_back_to_bak(f, "{\"configTable\":[1,2]}");
+}
+
 static void test_load_empty_file(void **state) {
     fixture_t *f = *state;
     /* Truncated to nothing by a crash right after Java's truncate: .bak has the old table. */
-    nsrv_test_write_file(f->path, "");
     nsrv_test_write_file(f->bak, ORDER_FILE);
-    nsrv_kv_t *kv = reload(f->path, 0);
-    assert_string_equal(nsrv_kv_get(kv, "ORDER_TOPIC_CONFIG", "TopicTest"),
-                        "broker-a:4;broker-b:4");
-    nsrv_kv_destroy(&kv);
+    assert_falls_back_to_bak(f, "");
     /* Without a usable .bak an empty file is an empty table, as in Java. */
     nsrv_test_write_file(f->path, " \n");
     assert_int_equal(unlink(f->bak), 0);
-    kv = reload(f->path, 0);
+    nsrv_kv_t *kv = reload(f->path, 0);
     assert_false(nsrv_kv_has_namespace(kv, "ORDER_TOPIC_CONFIG"));
     nsrv_kv_destroy(&kv);
     nsrv_test_write_file(f->bak, "garbage");

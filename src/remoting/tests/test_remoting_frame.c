@@ -189,34 +189,33 @@ static size_t random_split(uint32_t *seed) {
     return 1 + x % 97;
 }
 
-static void test_stream_byte_at_a_time(void **state) {
-    (void)state;
-    stream_t s;
-    build_stream(&s);
-    feed_stream(&s, one_byte, 1);
-    nsrv_buf_deinit(&s.stream);
-}
-
-static void test_stream_random_splits(void **state) {
-    (void)state;
-    stream_t s;
-    build_stream(&s);
-    for (uint32_t seed = 1; seed < 200; seed++)
-        feed_stream(&s, random_split, seed * 2654435761u | 1u);
-    nsrv_buf_deinit(&s.stream);
-}
-
 static size_t whole(uint32_t *seed) {
     (void)seed;
     return SIZE_MAX;
 }
 
-static void test_stream_all_at_once(void **state) {
-    (void)state;
+/* Feeds the stream `runs` times, cut by next_chunk from the seeds k * 2654435761 | 1. */
+static void feed_runs(size_t (*next_chunk)(uint32_t *), uint32_t runs) {
     stream_t s;
     build_stream(&s);
-    feed_stream(&s, whole, 1);
+    for (uint32_t k = 1; k <= runs; k++)
+        feed_stream(&s, next_chunk, k * 2654435761u | 1u);
     nsrv_buf_deinit(&s.stream);
+}
+
+static void test_stream_byte_at_a_time(void **state) {
+    (void)state;
+    feed_runs(one_byte, 1);
+}
+
+static void test_stream_random_splits(void **state) {
+    (void)state;
+    feed_runs(random_split, 199);
+}
+
+static void test_stream_all_at_once(void **state) {
+    (void)state;
+    feed_runs(whole, 1);
 }
 
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_partial_prefix),
