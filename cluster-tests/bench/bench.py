@@ -390,8 +390,9 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
                     # The heap it was given, and whether it fitted (GC pauses while registering).
                     extra += (f" (-Xmx{r['java_heap']}: {r.get('gc_pauses', 0)} GC pauses, "
                               f"{r.get('gc_full', 0)} full, {r.get('gc_pause_ms', 0):.0f} ms)")
-                if p.kind == "register" and r.get("reg_failed") and not r.get("reg_count"):
-                    cells.append(f"failed: all {r['reg_failed']} registrations refused")
+                if p.kind == "register" and not r.get("reg_count"):
+                    cells.append(f"failed: all {r['reg_failed']} registrations refused" if r.get("reg_failed")
+                                 else "no registration answered in the window")
                     continue
                 cells.append(fmt(r.get(key), unit) + extra)
         mine = results.get(p.key, {}).get("nsrvd") or {}
