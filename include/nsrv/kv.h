@@ -68,6 +68,15 @@ int nsrv_kv_load(nsrv_kv_t *kv, char *err, size_t err_len);
  */
 int nsrv_kv_put(nsrv_kv_t *kv, const char *ns, const char *key, const char *value);
 
+/*
+ * A value's stored form made ahead, on any thread (a big value's copy off the event loop):
+ * nsrv_kv_put_value takes it over without copying; nsrv_kv_value_release drops one unused.
+ */
+char *nsrv_kv_value_make(const char *value, size_t len);
+void nsrv_kv_value_release(char *made);
+/* nsrv_kv_put with a value from nsrv_kv_value_make (len its length), which it takes over. */
+int nsrv_kv_put_value(nsrv_kv_t *kv, const char *ns, const char *key, char *made, size_t len);
+
 /* Borrowed value valid until the next mutation; NULL if absent or null, or if ns/key is NULL. */
 const char *nsrv_kv_get(const nsrv_kv_t *kv, const char *ns, const char *key);
 

@@ -16,6 +16,7 @@
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 #include "nsrv/mq_codes.h"
+#include "nsrv/register_body.h"
 #include "nsrv/remoting.h"
 
 struct nsrv_config;
@@ -42,6 +43,46 @@ void nsrv_processor_destroy(nsrv_processor_t **p);
 bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
                            const struct sockaddr *peer, uint64_t now_ms, nsrv_arena_t *arena,
                            nsrv_buf_t *body_out, nsrv_cmd_t *resp);
+
+/*
+ * The part of a request's work that reads no shared state, done ahead of
+ * nsrv_processor_handle_prepared: today, checking a REGISTER_BROKER body's
+ * CRC and decoding it (JSON parse or inflate, the bulk of a big
+ * registration's cost). A server may run it on a worker thread for a big
+ * frame, so the loop thread only applies the result. Limits are copied from
+ * the config on the loop thread (nsrv_processor_prep_limits) because the
+ * config may change there meanwhile.
+ */
+typedef struct {
+    nsrv_register_body_limits_t reg;
+} nsrv_prep_limits_t;
+
+typedef struct {
+    bool has_register; /* a REGISTER_BROKER was prepared: the fields below are set */
+    bool crc_mismatch; /* bodyCrc32 given and not the body's */
+    int register_rc;   /* nsrv_register_body_decode_bounded's result */
+    char register_err[256];
+    nsrv_register_body_t register_body; /* in the arena given to prepare, if register_rc is 0 */
+    bool nul_checked;                   /* nul below is nsrv_cmd_find_nul(req) */
+    const nsrv_ext_field_t *nul;
+    char *kv_value; /* PUT_KV_CONFIG: the value's stored form (nsrv_kv_value_make), or NULL */
+    size_t kv_value_len;
+} nsrv_proc_prep_t;
+
+/* The config's current limits, for a prepare that runs elsewhere. Loop thread. */
+void nsrv_processor_prep_limits(const nsrv_processor_t *p, nsrv_prep_limits_t *out);
+/* Prepares req (decoded into arena, which then also holds the result). Any thread:
+ * reads only req, lim and arena. Sets out->has_register only for REGISTER_BROKER. */
+void nsrv_processor_prepare(const nsrv_prep_limits_t *lim, const nsrv_cmd_t *req,
+                            nsrv_arena_t *arena, nsrv_proc_prep_t *out);
+/* Releases what a prepare made and the handler did not take over. */
+void nsrv_processor_prep_release(nsrv_proc_prep_t *prep);
+/* nsrv_processor_handle with req's prepared part already done (prep NULL: done inline).
+ * The handler may take over parts of prep (then NULL in it). */
+bool nsrv_processor_handle_prepared(nsrv_processor_t *p, const nsrv_cmd_t *req,
+                                    nsrv_proc_prep_t *prep, uint64_t conn_id,
+                                    const struct sockaddr *peer, uint64_t now_ms,
+                                    nsrv_arena_t *arena, nsrv_buf_t *body_out, nsrv_cmd_t *resp);
 
 /*
  * Pending reply slots, for handlers whose answer waits on other work (today:

@@ -170,6 +170,25 @@ int nsrv_kv_put(nsrv_kv_t *kv, const char *ns, const char *key, const char *valu
     return nsrv__kv_persist(kv);
 }
 
+char *nsrv_kv_value_make(const char *value, size_t len) {
+    return value_new(value, len);
+}
+
+void nsrv_kv_value_release(char *made) {
+    nsrv__kv_value_unref(made);
+}
+
+int nsrv_kv_put_value(nsrv_kv_t *kv, const char *ns, const char *key, char *made, size_t len) {
+    if (!ns || !key) {
+        nsrv__kv_value_unref(made);
+        return -EINVAL;
+    }
+    nsrv_kv_ns_t *n = nsrv__kv_ns_get_or_add(&kv->table, ns, strlen(ns));
+    nsrv__kv_ns_set_shared(n, key, strlen(key), made, len);
+    kv->generation++;
+    return nsrv__kv_persist(kv);
+}
+
 const char *nsrv_kv_get(const nsrv_kv_t *kv, const char *ns, const char *key) {
     if (!ns || !key)
         return NULL;

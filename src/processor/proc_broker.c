@@ -12,6 +12,7 @@
 #include "nsrv/log.h"
 #include "nsrv/register_body.h"
 #include "nsrv/route.h"
+#include "nsrv/text.h"
 #include "proc_int.h"
 
 #define ORDER_TOPIC_NS "ORDER_TOPIC_CONFIG"
@@ -25,16 +26,38 @@ static bool broker_identity(nsrv_proc_ctx_t *ctx, const char **cluster, const ch
     return *cluster && *addr && *name;
 }
 
-void nsrv_proc_register_broker(nsrv_proc_ctx_t *ctx) {
-    const nsrv_cmd_t *req = ctx->req;
-    nsrv_proc_use_ext(ctx); /* RegisterBrokerResponseHeader */
+void nsrv__proc_prepare_register(const nsrv_prep_limits_t *lim, const nsrv_cmd_t *req,
+                                 nsrv_arena_t *arena, nsrv_proc_prep_t *out) {
+    out->has_register = true;
+    out->crc_mismatch = false;
+    out->register_err[0] = '\0';
     int64_t crc = 0;
-    if (nsrv_proc_ext_i64(ctx, "bodyCrc32", &crc) && crc != 0) {
-        uint32_t actual = nsrv_body_crc32(req->body, req->body_len);
-        if ((int64_t)actual != crc) {
-            nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "crc32 not match");
-            return;
-        }
+    nsrv_str_t crc_text = nsrv_cmd_ext(req, "bodyCrc32");
+    if (crc_text.ptr && nsrv_parse_int(crc_text.ptr, crc_text.len, INT64_MIN, INT64_MAX, &crc) &&
+        crc != 0 && (int64_t)nsrv_body_crc32(req->body, req->body_len) != crc) {
+        out->crc_mismatch = true;
+        return;
+    }
+    nsrv_str_t compressed = nsrv_cmd_ext(req, "compressed");
+    out->register_rc = nsrv_register_body_decode_bounded(
+        req->body, req->body_len, req->version,
+        compressed.ptr && strcasecmp(compressed.ptr, "true") == 0, &lim->reg, arena,
+        &out->register_body, out->register_err, sizeof out->register_err);
+}
+
+void nsrv_proc_register_broker(nsrv_proc_ctx_t *ctx) {
+    nsrv_proc_use_ext(ctx); /* RegisterBrokerResponseHeader */
+    nsrv_proc_prep_t inline_prep;
+    const nsrv_proc_prep_t *prep = ctx->prep;
+    if (!prep || !prep->has_register) {
+        nsrv_prep_limits_t lim;
+        nsrv_processor_prep_limits(ctx->p, &lim);
+        nsrv__proc_prepare_register(&lim, ctx->req, ctx->arena, &inline_prep);
+        prep = &inline_prep;
+    }
+    if (prep->crc_mismatch) {
+        nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "crc32 not match");
+        return;
     }
     const char *cluster, *addr, *name;
     if (!broker_identity(ctx, &cluster, &addr, &name)) {
@@ -44,20 +67,13 @@ void nsrv_proc_register_broker(nsrv_proc_ctx_t *ctx) {
             "register broker failed: brokerName, brokerAddr and clusterName are required");
         return;
     }
-    nsrv_register_body_t body;
-    char err[256];
-    const nsrv_register_body_limits_t lim = {
-        .max_topics = (size_t)ctx->p->cfg->register_max_topics,
-        .max_decoded_bytes = (size_t)ctx->p->cfg->register_max_decoded_bytes,
-    };
-    if (nsrv_register_body_decode_bounded(req->body, req->body_len, req->version,
-                                          nsrv_proc_ext_true(ctx, "compressed"), &lim, ctx->arena,
-                                          &body, err, sizeof err) != 0) {
+    if (prep->register_rc != 0) {
         /* Java throws here, so its reply is the generic error one: no extFields. */
         ctx->resp->has_ext = false;
-        nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", err);
+        nsrv_proc_set_remarkf(ctx, NSRV_RESP_SYSTEM_ERROR, "%s", prep->register_err);
         return;
     }
+    nsrv_register_body_t body = prep->register_body;
     nsrv_register_req_t r = {0};
     r.cluster = cluster;
     r.broker_addr = addr;

@@ -29,7 +29,8 @@ typedef struct {
     nsrv_buf_t *body; /* the response body, when the handler builds one */
     uint64_t conn_id;
     uint64_t now_ms;
-    bool deferred; /* the reply goes through a pending reply slot (proc_durable.c) */
+    bool deferred;          /* the reply goes through a pending reply slot (proc_durable.c) */
+    nsrv_proc_prep_t *prep; /* work done ahead (NULL: none) */
 } nsrv_proc_ctx_t;
 
 typedef void (*nsrv_proc_handler_t)(nsrv_proc_ctx_t *ctx);
@@ -74,6 +75,10 @@ bool nsrv_proc_defer_until_durable(nsrv_proc_ctx_t *ctx, nsrv_durable_target_t t
 /* Runs the access policy on ctx->req from peer: true if it may run, else
  * ctx->resp is NO_PERMISSION with the policy's remark (proc_acl.c). */
 bool nsrv__proc_acl_permits(nsrv_proc_ctx_t *ctx, const struct sockaddr *peer);
+
+/* REGISTER_BROKER's prepared part: the CRC check and the body decode (proc_broker.c). */
+void nsrv__proc_prepare_register(const nsrv_prep_limits_t *lim, const nsrv_cmd_t *req,
+                                 nsrv_arena_t *arena, nsrv_proc_prep_t *out);
 
 /* Pushes the route-related config (supportActingMaster, ...) into the route table. */
 void nsrv__processor_apply_route_opts(nsrv_processor_t *p);

@@ -26,6 +26,14 @@ void nsrv_proc_put_kv_config(nsrv_proc_ctx_t *ctx) {
         nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "namespace or key is null");
         return;
     }
+    nsrv_proc_prep_t *prep = ctx->prep;
+    if (prep && prep->kv_value) {
+        /* Made on a worker with the frame's decode: the loop only links it in. */
+        char *made = prep->kv_value;
+        prep->kv_value = NULL;
+        reply_kv_changed(ctx, nsrv_kv_put_value(ctx->p->kv, ns, key, made, prep->kv_value_len));
+        return;
+    }
     reply_kv_changed(ctx, nsrv_kv_put(ctx->p->kv, ns, key, nsrv_proc_ext(ctx, "value")));
 }
 

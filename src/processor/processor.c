@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "nsrv/alloc.h"
+#include "nsrv/config.h"
+#include "nsrv/kv.h"
 #include "nsrv/text.h"
 #include "nsrv/utf8.h"
 #include "proc_int.h"
@@ -93,13 +95,49 @@ void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
     resp->remark = NSRV_STR_LIT("please go away");
 }
 
+void nsrv_processor_prep_limits(const nsrv_processor_t *p, nsrv_prep_limits_t *out) {
+    out->reg.max_topics = (size_t)p->cfg->register_max_topics;
+    out->reg.max_decoded_bytes = (size_t)p->cfg->register_max_decoded_bytes;
+}
+
+void nsrv_processor_prepare(const nsrv_prep_limits_t *lim, const nsrv_cmd_t *req,
+                            nsrv_arena_t *arena, nsrv_proc_prep_t *out) {
+    memset(out, 0, sizeof *out);
+    out->nul_checked = true;
+    out->nul = nsrv_cmd_find_nul(req);
+    if (out->nul || (req->flag & NSRV_FLAG_RESPONSE))
+        return; /* refused, or not run at all */
+    if (req->code == NSRV_REQ_REGISTER_BROKER)
+        nsrv__proc_prepare_register(lim, req, arena, out);
+    if (req->code == NSRV_REQ_PUT_KV_CONFIG) {
+        nsrv_str_t v = nsrv_cmd_ext(req, "value");
+        if (v.ptr) {
+            out->kv_value = nsrv_kv_value_make(v.ptr, v.len);
+            out->kv_value_len = v.len;
+        }
+    }
+}
+
+void nsrv_processor_prep_release(nsrv_proc_prep_t *prep) {
+    nsrv_kv_value_release(prep->kv_value);
+    prep->kv_value = NULL;
+}
+
 bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t conn_id,
                            const struct sockaddr *peer, uint64_t now_ms, nsrv_arena_t *arena,
                            nsrv_buf_t *body_out, nsrv_cmd_t *resp) {
+    return nsrv_processor_handle_prepared(p, req, NULL, conn_id, peer, now_ms, arena, body_out,
+                                          resp);
+}
+
+bool nsrv_processor_handle_prepared(nsrv_processor_t *p, const nsrv_cmd_t *req,
+                                    nsrv_proc_prep_t *prep, uint64_t conn_id,
+                                    const struct sockaddr *peer, uint64_t now_ms,
+                                    nsrv_arena_t *arena, nsrv_buf_t *body_out, nsrv_cmd_t *resp) {
     nsrv_proc_init_response(req, resp);
     nsrv_buf_reset(body_out);
-    nsrv_proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms, false};
-    const nsrv_ext_field_t *nul = nsrv_cmd_find_nul(req);
+    nsrv_proc_ctx_t ctx = {p, req, resp, arena, body_out, conn_id, now_ms, false, prep};
+    const nsrv_ext_field_t *nul = prep && prep->nul_checked ? prep->nul : nsrv_cmd_find_nul(req);
     if (nul) {
         /* Names are C strings here: serving "a\0b" as "a" would let two
          * distinct names share state, so every path refuses NUL alike. */

@@ -41,6 +41,13 @@
 #define BATCH_MIN_FRAMES 16
 /* Deferred replies one connection may have waiting; then it is not read until one is sent. */
 #define MAX_SLOTS_PER_CONN 4096
+/* Frames from this size on have the loop-thread CPU they take recorded (/metrics). */
+#define BIG_FRAME_MEASURE_BYTES (64 * 1024)
+/* A REGISTER_BROKER body from this size on is decoded on a worker whatever the frame's size
+ * (with the worker on): a compressed body of 10,000 topics is ~40 KiB and inflates to ~1 MiB
+ * of JSON text, milliseconds of decode. Its header, decoded on the loop to see the code, is
+ * small. */
+#define REGISTER_BODY_WORKER_BYTES (4 * 1024)
 
 typedef struct {
     uv_write_t req;
@@ -60,9 +67,9 @@ static size_t out_held(const nsrv_conn_t *c) {
     return c->out_pending + c->held_bytes;
 }
 
-/* Too much queued for its peer: neither read nor process the connection. */
+/* Too much queued for its peer, or a frame of it on a worker: neither read nor process it. */
 static bool conn_blocked(const nsrv_conn_t *c) {
-    return out_held(c) > out_limit(c) || c->n_slots >= MAX_SLOTS_PER_CONN;
+    return out_held(c) > out_limit(c) || c->n_slots >= MAX_SLOTS_PER_CONN || c->job;
 }
 
 static void slot_free(nsrv_reply_slot_t *s) {
@@ -108,6 +115,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     if (c->tls && !c->reset_on_close && c->out_pending == 0)
         nsrv__conn_tls_close_notify(c);
     c->closing = true;
+    nsrv__offload_orphan(c);
     nsrv_server_t *srv = c->srv;
     srv->out_queued_bytes -= c->out_pending; /* the close drops them */
     nsrv__conn_input_changed(c);             /* and its input buffer */
@@ -272,7 +280,8 @@ static void append_reply(nsrv_conn_t *c, const nsrv_cmd_t *resp) {
  * request then serves its latency, the next request's start and the batch
  * budget (a reading costs as much as the rest of a cached route reply's work).
  */
-static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, uint64_t start_ns) {
+static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep,
+                            uint64_t start_ns) {
     nsrv_server_t *srv = c->srv;
     if (req->flag & NSRV_FLAG_RESPONSE)
         return start_ns; /* nsrvd sends no requests that expect answers */
@@ -289,8 +298,9 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, uint64_t star
     /* A reply slot reserved by the handler takes these; its latency ends at the fill. */
     srv->cur_metrics_slot = slot;
     srv->cur_start_ns = start_ns;
-    bool deferred = nsrv_processor_handle(
-        srv->proc, req, c->id, c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
+    bool deferred = nsrv_processor_handle_prepared(
+        srv->proc, req, prep, c->id,
+        c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
         nsrv_mono_ns_to_ms(start_ns), &srv->arena, &srv->body, &resp);
     if (deferred)
         return nsrv_now_mono_ns();
@@ -299,6 +309,14 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, uint64_t star
     uint64_t end_ns = nsrv_now_mono_ns();
     nsrv__metrics_reply(&srv->reqm, slot, !oneway, oneway ? 0 : resp.code, start_ns, end_ns);
     return end_ns;
+}
+
+void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep) {
+    run_request(c, req, prep, nsrv_now_mono_ns());
+}
+
+void nsrv__conn_flush(nsrv_conn_t *c) {
+    flush_out(c);
 }
 
 /*
@@ -310,6 +328,7 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, uint64_t star
 static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
     nsrv_server_t *srv = c->srv;
     size_t max_frame = (size_t)srv->cfg->max_frame_length;
+    size_t offload_min = nsrv__offload_min_bytes(srv);
     size_t used = 0;
     unsigned frames = 0;
     uint64_t start_ns = nsrv_now_mono_ns();
@@ -331,6 +350,12 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
             nsrv__conn_close(c, "bad frame length");
             break;
         }
+        if (offload_min > 0 && frame_len >= offload_min) {
+            c->big_frame_len = frame_len; /* conn_process hands it to a worker */
+            break;
+        }
+        bool big = frame_len >= BIG_FRAME_MEASURE_BYTES;
+        uint64_t cpu0 = big ? nsrv__thread_cpu_ns() : 0;
         nsrv_arena_reset(&srv->arena);
         nsrv_cmd_t req;
         rc = nsrv_cmd_decode(p + used, frame_len, &srv->arena, &req);
@@ -342,7 +367,20 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
         }
         used += frame_len;
         frames++;
-        now_ns = run_request(c, &req, now_ns);
+        bool big_body = req.code == NSRV_REQ_REGISTER_BROKER &&
+                        req.body_len >= REGISTER_BODY_WORKER_BYTES &&
+                        !(req.flag & NSRV_FLAG_RESPONSE);
+        if (big_body && offload_min > 0) {
+            nsrv__offload_start_copy(c, p + used - frame_len, frame_len);
+            break; /* the connection waits for the job (conn_blocked) */
+        }
+        if (big_body && !big) {
+            big = true;
+            cpu0 = nsrv__thread_cpu_ns();
+        }
+        now_ns = run_request(c, &req, NULL, now_ns);
+        if (big)
+            nsrv__big_frame_cpu(srv, nsrv__thread_cpu_ns() - cpu0);
         if (srv->out.total >= OUT_FLUSH_BYTES)
             flush_out(c);
     }
@@ -380,6 +418,11 @@ static void conn_process(nsrv_conn_t *c) {
     c->in_off += process_frames(c, (const uint8_t *)c->in.data + c->in_off, avail);
     if (c->closing)
         return;
+    if (c->big_frame_len) {
+        nsrv__offload_start(c);
+        set_reading(c, false); /* until the job has run (nsrv__conn_continue) */
+        return;
+    }
     if (c->in_off == c->in.len) {
         c->in_off = 0;
         nsrv_buf_deinit(&c->in);
@@ -400,6 +443,20 @@ void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
     size_t used = process_frames(c, p, n);
     if (!c->closing && used < n)
         keep_rest(c, p + used, n - used);
+    if (!c->closing && c->big_frame_len) {
+        c->big_frame_len = 0;
+        conn_process(c); /* finds the frame again, now in the connection's own buffer */
+    }
+}
+
+void nsrv__conn_continue(nsrv_conn_t *c) {
+    if (c->closing)
+        return;
+    conn_process(c);
+    if (!c->closing && !conn_blocked(c) && !c->yielded)
+        set_reading(c, true);
+    if (!c->closing && c->srv->shutting_down)
+        nsrv__conn_maybe_finish(c);
 }
 
 /*
@@ -417,8 +474,11 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
         return;
     }
     nsrv_buf_reserve(&c->in, READ_CHUNK);
-    /* Keep one byte for the buffer's trailing NUL. */
-    *buf = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len - 1));
+    /* Keep one byte for the buffer's trailing NUL. At most a chunk a read even when a big
+     * frame's buffer has room for more: libuv reads up to 32 times a turn while reads fill
+     * the buffer, and one read of megabytes (copy and page faults) would hold the loop. */
+    size_t room = c->in.cap - c->in.len - 1;
+    *buf = uv_buf_init(c->in.data + c->in.len, (unsigned)(room < READ_CHUNK ? room : READ_CHUNK));
 }
 
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
@@ -492,7 +552,7 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
 
 void nsrv__conn_maybe_finish(nsrv_conn_t *c) {
     /* A deferred reply (a durable write in progress) is a request still in flight. */
-    if (c->closing || c->out_pending > 0 || c->slots || c->in_off != c->in.len ||
+    if (c->closing || c->job || c->out_pending > 0 || c->slots || c->in_off != c->in.len ||
         nsrv__conn_tls_input_pending(c))
         return;
     /* Idle since the signal: wait for its next request or the grace (server.c). */

@@ -142,11 +142,23 @@ static void write_server_scalars(nsrv_server_t *srv, nsrv_buf_t *b) {
          srv->replies_pending},
         {"nsrvd_read_batch_yields_total", C, "Read batches cut at their time or count budget.",
          srv->batch_yields_total},
+        {"nsrvd_frames_offloaded_total", C,
+         "Frames of at least bigFrameWorkerBytes decoded on a worker thread.",
+         srv->frames_offloaded_total},
     };
     write_scalars(b, s, sizeof s / sizeof s[0]);
     family(b, "nsrvd_uptime_seconds", G, "Seconds since this process started.");
     nsrv_buf_printf(b, "nsrvd_uptime_seconds %.3f\n",
                     (double)(nsrv_now_mono_ms() - srv->start_ms) / 1000.0);
+    family(b, "nsrvd_big_frame_loop_cpu_seconds_max", G,
+           "Most event-loop CPU time one big frame took (64 KiB or more, or a registration "
+           "body of 4 KiB or more; its decode and run, or the run of one decoded on a worker): "
+           "how long one big request held everyone else.");
+    nsrv_buf_printf(b, "nsrvd_big_frame_loop_cpu_seconds_max %.6f\n",
+                    (double)srv->big_frame_loop_cpu_max_ns / 1e9);
+    family(b, "nsrvd_big_frame_loop_cpu_seconds", "histogram",
+           "Event-loop CPU time of each big frame (as nsrvd_big_frame_loop_cpu_seconds_max).");
+    nsrv_hist_write(b, "nsrvd_big_frame_loop_cpu_seconds", "", &srv->big_frame_loop_cpu);
     family(b, "nsrvd_build_info", G, "The running version.");
     nsrv_buf_printf(b, "nsrvd_build_info{version=\"%s\"} 1\n", NSRV_VERSION);
 }

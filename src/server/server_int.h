@@ -23,6 +23,7 @@ typedef struct nsrv_server nsrv_server_t;
 typedef struct nsrv_writer nsrv_writer_t;
 typedef struct nsrv_wfile nsrv_wfile_t;
 struct nsrv_conn;
+struct nsrv_offload_job;
 struct nsrv_tls_ctx;
 struct nsrv_tls_session;
 
@@ -64,8 +65,12 @@ typedef struct nsrv_conn {
     bool closing;
     bool saw_first_byte;
     bool deferred_close;
-    bool reset_on_close;           /* close with RST: the kernel drops unsent bytes too */
-    bool served_in_shutdown;       /* answered a request after the signal: close once drained */
+    bool reset_on_close; /* close with RST: the kernel drops unsent bytes too */
+    /* A big frame decoded on a worker (conn_offload.c): the connection is neither read nor
+     * processed until it has run, so replies keep their request order. */
+    struct nsrv_offload_job *job;
+    size_t big_frame_len;    /* process_frames stopped at a whole frame this big: hand it over */
+    bool served_in_shutdown; /* answered a request after the signal: close once drained */
     struct nsrv_tls_session *tls;  /* NULL: plaintext (conn_tls.c) */
     struct nsrv_conn *prev, *next; /* server's connection list */
     UT_hash_handle hh;             /* by id */
@@ -88,10 +93,13 @@ struct nsrv_server {
     uv_idle_t resume; /* continues connections that yielded their batch */
     /* Durable writes off the loop (durable.c). */
     nsrv_writer_t *writer;
-    nsrv_wfile_t *kv_wfile;      /* NULL: no kvConfigPath */
-    nsrv_wfile_t *config_wfile;  /* NULL: no configStorePath */
-    size_t replies_pending;      /* reserved reply slots not yet filled */
-    uint64_t batch_yields_total; /* read batches cut at their budget */
+    nsrv_wfile_t *kv_wfile;             /* NULL: no kvConfigPath */
+    nsrv_wfile_t *config_wfile;         /* NULL: no configStorePath */
+    size_t replies_pending;             /* reserved reply slots not yet filled */
+    uint64_t batch_yields_total;        /* read batches cut at their budget */
+    uint64_t frames_offloaded_total;    /* big frames decoded on a worker (conn_offload.c) */
+    uint64_t big_frame_loop_cpu_max_ns; /* most loop-thread CPU time one big frame took */
+    nsrv_hist_t big_frame_loop_cpu;     /* all of them */
     uv_signal_t sig_term, sig_int, sig_hup;
     nsrv_conn_t *conns; /* list head */
     nsrv_conn_t *conn_by_id;
@@ -169,6 +177,29 @@ void nsrv__conn_resume_cb(uv_idle_t *h);
 void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len);
 /* Runs the requests in received plaintext p[0..n) and keeps a partial frame. */
 void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n);
+
+/* Runs one decoded request and appends its reply; prep: its part done ahead, or NULL. */
+void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep);
+/* Sends the replies batched so far. */
+void nsrv__conn_flush(nsrv_conn_t *c);
+/* Processes what the connection holds (after a worker job), reads again if it may. */
+void nsrv__conn_continue(nsrv_conn_t *c);
+
+/* conn_offload.c */
+/* Frames this big or bigger go to a worker (0: none). */
+size_t nsrv__offload_min_bytes(const nsrv_server_t *srv);
+/* Hands the whole frame at c->in[c->in_off, +c->big_frame_len) to a worker: the buffer
+ * moves to the job (no copy) and the bytes behind the frame stay in c->in. */
+void nsrv__offload_start(nsrv_conn_t *c);
+/* Hands a copy of a smaller frame to a worker: one whose decoded header says its body is
+ * costly to decode (a registration's), decoded again there with the body. */
+void nsrv__offload_start_copy(nsrv_conn_t *c, const uint8_t *frame, size_t frame_len);
+/* The connection closes: its job, if any, finishes without it. */
+void nsrv__offload_orphan(nsrv_conn_t *c);
+/* Loop-thread CPU time of the calling thread, in ns. */
+uint64_t nsrv__thread_cpu_ns(void);
+/* Records the loop-thread CPU one big frame took (the /metrics maximum). */
+void nsrv__big_frame_cpu(nsrv_server_t *srv, uint64_t cpu_ns);
 
 /* conn_tls.c */
 /* Builds the TLS context (tls.* keys); logs and returns -1 if it cannot. */

@@ -90,6 +90,7 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "totalInputLimitBytes=536870912";
     lines[n++] = "registerMaxTopics=200000";
     lines[n++] = "registerMaxDecodedBytes=268435456";
+    lines[n++] = "bigFrameWorkerBytes=65536";
     static const char *const nsrvd_keys[] = {"statusAddress=127.0.0.1",
                                              "statusPort=0",
                                              "advertisedAddress=",
@@ -212,10 +213,10 @@ static void test_key_table(void **state) {
     (void)state;
     /* 40 Java keys (proto/requests.md §2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
      * maxConnections, totalOutputLimitBytes, totalInputLimitBytes, registerMaxTopics,
-     * registerMaxDecodedBytes, 2 status keys, 3 address-service keys, 13 gossip keys, 9 TLS keys
-     * and 5 access keys. */
-    assert_int_equal(nsrv_config_key_count(), 80);
-    assert_null(nsrv_config_key_name(80));
+     * registerMaxDecodedBytes, bigFrameWorkerBytes, 2 status keys, 3 address-service keys, 13
+     * gossip keys, 9 TLS keys and 5 access keys. */
+    assert_int_equal(nsrv_config_key_count(), 81);
+    assert_null(nsrv_config_key_name(81));
     assert_int_equal(nsrv_config_key_flags("tls.server.keyPassword"),
                      NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_SECRET);
     assert_int_equal(nsrv_config_key_flags("adminAllowList"), NSRV_CONFIG_NOUPDATE);
