@@ -161,14 +161,19 @@ def test_close_while_a_frame_is_on_the_worker(nsrvd, connect):
 
 
 def test_sigterm_while_a_frame_is_on_the_worker_still_answers_it(nsrvd_factory, connect):
+    """The frame on the worker and every request behind it (a durable write among them, and
+    more than one batch) are answered before the connection closes."""
     srv = nsrvd_factory({"shutdownWaitTimeSeconds": 10})
     c = connect(srv, timeout=scaled(30))
     topics = [TopicConfig(f"Term{i:06d}", 8, 8, 6) for i in range(50000)]
-    req = _register_request(c, Broker(), topics)
-    c.send(req)
+    reqs = [_register_request(c, Broker(), topics),
+            c.build(RequestCode.PUT_KV_CONFIG, {"namespace": "TERM", "key": "k", "value": "v"})]
+    reqs += [c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Term049999"}) for _ in range(600)]
+    c.send_many(reqs)
     # The frame is on the worker (or still being read) when the signal arrives.
     srv.signal(signal.SIGTERM)
     frames, leftover = c.read_to_eof(scaled(20))
     assert leftover == b""
-    assert [f.opaque for f in frames] == [req.opaque] and frames[0].code == 0, frames
+    assert [f.opaque for f in frames] == [r.opaque for r in reqs]
+    assert all(f.code == 0 for f in frames), [f for f in frames if f.code != 0][:3]
     assert srv.wait(scaled(20)) == 0

@@ -452,6 +452,10 @@ void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
 void nsrv__conn_continue(nsrv_conn_t *c) {
     if (c->closing)
         return;
+    /* Reading was on when the job paused it: back on first, so that a yield or back-pressure
+     * in what follows stops it the usual way and resumes it (in shutdown too). */
+    if (!conn_blocked(c))
+        set_reading(c, true);
     conn_process(c);
     if (!c->closing && !conn_blocked(c) && !c->yielded)
         set_reading(c, true);
