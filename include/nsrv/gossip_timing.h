@@ -79,5 +79,9 @@
 #define NSRV_GOSSIP_RESOLVE_KICK_MS 200
 /* The resolver's own timer: how often the rules above are looked at. */
 #define NSRV_GOSSIP_RESOLVE_TICK_MS 250
+/* Lookups in flight at once: they run on libuv's thread pool (4 threads), which also decodes
+ * big frames and registrations (src/server/conn_offload.c); a resolver that hangs for its
+ * timeout on every name must not take the pool from them. The other names wait their turn. */
+#define NSRV_GOSSIP_RESOLVE_MAX_INFLIGHT 2
 /* At start the engine waits for its peers' names this long at most. */
 #define NSRV_GOSSIP_RESOLVE_START_MS 1000

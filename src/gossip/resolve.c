@@ -82,6 +82,7 @@ static void getaddrinfo_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *r
     nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(g->peers, r->peer);
     if (p)
         nsrv_gossip_peer_resolve_done(p);
+    g->resolve_inflight--;
     if (!g->stopping) {
         const struct sockaddr *sa = status == 0 ? pick(res, g->resolve_family) : NULL;
         nsrv__gossip_resolved(g, r->peer, r->host, sa,
@@ -90,6 +91,7 @@ static void getaddrinfo_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *r
                                        : UV_EAI_ADDRFAMILY);
         if (g->resolve_waiting && --g->resolve_waiting == 0)
             nsrv__gossip_engine_start(g);
+        nsrv__gossip_resolve_due(g, false); /* a name that waited for a free lookup */
     }
     uv_freeaddrinfo(res);
     nsrv_free(r);
@@ -97,6 +99,8 @@ static void getaddrinfo_cb(uv_getaddrinfo_t *req, int status, struct addrinfo *r
 }
 
 static bool resolve_one(nsrv_gossip_t *g, nsrv_gossip_peer_t *p, uint64_t now) {
+    if (g->resolve_inflight >= NSRV_GOSSIP_RESOLVE_MAX_INFLIGHT)
+        return false; /* still due: the next completion or tick starts it */
     resolve_req_t *r = nsrv_calloc(1, sizeof *r);
     r->g = g;
     r->peer = nsrv_gossip_peer_id(p);
@@ -109,6 +113,7 @@ static bool resolve_one(nsrv_gossip_t *g, nsrv_gossip_peer_t *p, uint64_t now) {
         return false;
     }
     nsrv_gossip_peer_resolve_started(p, now);
+    g->resolve_inflight++;
     g->open_handles++; /* the request holds g until its callback */
     return true;
 }

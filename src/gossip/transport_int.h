@@ -27,9 +27,10 @@ struct nsrv_gossip {
     uv_timer_t timer; /* the engine's next deadline, or a pull server's */
     /* peer names (resolve.c) */
     uv_timer_t resolve_timer;
-    int resolve_family;       /* what the gossip socket can send to */
-    unsigned resolve_waiting; /* start-up lookups the engine still waits for */
-    uint32_t interval_ms;     /* gossipIntervalMs: silence is measured in it */
+    int resolve_family;        /* what the gossip socket can send to */
+    unsigned resolve_waiting;  /* start-up lookups the engine still waits for */
+    unsigned resolve_inflight; /* at most NSRV_GOSSIP_RESOLVE_MAX_INFLIGHT */
+    uint32_t interval_ms;      /* gossipIntervalMs: silence is measured in it */
     uint64_t started_at;
     bool engine_started;
     char rbuf[NSRV_GOSSIP_DGRAM_MAX];
