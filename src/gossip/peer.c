@@ -13,7 +13,6 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/netaddr.h"
-#include "nsrv/text.h"
 
 #define WINDOW_WORDS (NSRV_GOSSIP_WINDOW / 64)
 
@@ -107,26 +106,18 @@ static bool ip16(const struct sockaddr *sa, uint8_t out[16]) {
  * all digits and dots, so a mistyped IPv4 literal is not taken for a name).
  */
 static bool parse_named(const char *addr, char host[NSRV_GOSSIP_HOST_MAX + 1], uint16_t *port) {
-    const char *colon = addr ? strrchr(addr, ':') : NULL;
-    if (!colon || colon == addr || (size_t)(colon - addr) > NSRV_GOSSIP_HOST_MAX)
+    if (!addr || addr[0] == '[' ||
+        nsrv_hostport_split(addr, host, NSRV_GOSSIP_HOST_MAX + 1, port) != 0)
         return false;
     bool digits_dots = true;
-    for (const char *c = addr; c < colon; c++) {
+    for (const char *c = host; *c; c++) {
         bool alpha = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || *c == '-' || *c == '_';
         if (!alpha && !(*c >= '0' && *c <= '9') && *c != '.')
             return false;
         if (alpha)
             digits_dots = false;
     }
-    uint64_t v = 0;
-    size_t plen = strlen(colon + 1);
-    if (digits_dots || plen == 0 || plen > 5 || !nsrv_parse_uint(colon + 1, plen, 65535, &v) ||
-        v == 0)
-        return false;
-    memcpy(host, addr, (size_t)(colon - addr));
-    host[colon - addr] = '\0';
-    *port = (uint16_t)v;
-    return true;
+    return !digits_dots;
 }
 
 bool nsrv_gossip_peer_addr_valid(const char *addr) {

@@ -164,10 +164,8 @@ void nsrv__kv_merge(nsrv_kv_t *kv, nsrv_kv_ns_t **src) {
 int nsrv_kv_put(nsrv_kv_t *kv, const char *ns, const char *key, const char *value) {
     if (!ns || !key)
         return -EINVAL;
-    nsrv_kv_ns_t *n = nsrv__kv_ns_get_or_add(&kv->table, ns, strlen(ns));
-    nsrv__kv_ns_set(n, key, strlen(key), value, value ? strlen(value) : 0);
-    kv->generation++;
-    return nsrv__kv_persist(kv);
+    size_t len = value ? strlen(value) : 0;
+    return nsrv_kv_put_value(kv, ns, key, value ? value_new(value, len) : NULL, len);
 }
 
 char *nsrv_kv_value_make(const char *value, size_t len) {
