@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A fixed-bucket latency histogram for /metrics (Prometheus histogram type).
+ * A fixed-bucket latency histogram for /metrics (Prometheus histogram type),
+ * and the family header every /metrics writer shares.
  * Observing is a few compares and two adds on a caller-owned struct: no
  * allocation, cheap enough for every request on the loop thread. Buckets are
  * the same for every histogram, so dashboards can sum across them.
@@ -24,6 +25,9 @@ typedef struct {
 } nsrv_hist_t;
 
 void nsrv_hist_observe_us(nsrv_hist_t *h, uint64_t us);
+
+/* Appends a metric family's "# HELP" and "# TYPE" lines (promtool wants both). */
+void nsrv_metric_family(nsrv_buf_t *out, const char *name, const char *type, const char *help);
 
 /*
  * Appends NAME_bucket{LABELS,le="..."} (cumulative), NAME_sum (seconds) and

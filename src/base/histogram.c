@@ -31,3 +31,7 @@ void nsrv_hist_write(nsrv_buf_t *out, const char *name, const char *labels, cons
     nsrv_buf_printf(out, "%s_sum%s%s%s %.6f\n%s_count%s%s%s %" PRIu64 "\n", name, open, labels,
                     close, (double)h->sum_us / 1e6, name, open, labels, close, h->count);
 }
+
+void nsrv_metric_family(nsrv_buf_t *out, const char *name, const char *type, const char *help) {
+    nsrv_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}

@@ -490,6 +490,14 @@ static void reasons_json(nsrv_buf_t *out, const uint64_t *rej) {
     nsrv_buf_append_ch(out, '}');
 }
 
+/* Heard within the alive window: the rule of /status "up", the up gauge and the address
+ * service alike. */
+static bool peer_alive(const nsrv_gossip_node_t *n, const nsrv_gossip_peer_info_t *info,
+                       uint64_t now_mono) {
+    return info->has_incarnation &&
+           now_mono - info->last_valid_mono_ms <= nsrv_gossip_node_alive_window_ms(n);
+}
+
 void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
     nsrv_buf_printf(out, "{\"nodeId\":%u,\"cluster\":", n->o.node_id);
     nsrv_json_write_str(out, n->cluster, strlen(n->cluster), NSRV_JSON_ESC_DEFAULT);
@@ -514,8 +522,7 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
         char addr[80] = "";
         if (info.has_addr)
             nsrv_sockaddr_format(nsrv_gossip_peer_addr(p, &alen), addr, sizeof addr);
-        bool up = info.has_incarnation &&
-                  now_mono - info.last_valid_mono_ms <= nsrv_gossip_node_alive_window_ms(n);
+        bool up = peer_alive(n, &info, now_mono);
         nsrv_buf_printf(out, "%s{\"id\":%u,\"addr\":\"%s\",\"up\":%s,", i ? "," : "", info.node_id,
                         addr, up ? "true" : "false");
         if (info.host) {
@@ -553,10 +560,6 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
     nsrv_buf_append_ch(out, '}');
 }
 
-static void family(nsrv_buf_t *out, const char *name, const char *type, const char *help) {
-    nsrv_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 uint64_t nsrv_gossip_node_alive_window_ms(const nsrv_gossip_node_t *n) {
     return (uint64_t)NSRV_GOSSIP_ALIVE_INTERVALS * n->o.interval_ms;
 }
@@ -564,12 +567,11 @@ uint64_t nsrv_gossip_node_alive_window_ms(const nsrv_gossip_node_t *n) {
 void nsrv_gossip_node_foreach_alive(nsrv_gossip_node_t *n, uint64_t now_mono,
                                     void (*cb)(void *ud, uint8_t id, const struct sockaddr *addr),
                                     void *ud) {
-    uint64_t window = nsrv_gossip_node_alive_window_ms(n);
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         nsrv_gossip_peer_t *p = nsrv_gossip_peers_at(n->peers, i);
         nsrv_gossip_peer_info_t info;
         nsrv_gossip_peer_info(p, &info);
-        if (!info.has_incarnation || now_mono - info.last_valid_mono_ms > window)
+        if (!peer_alive(n, &info, now_mono))
             continue;
         socklen_t alen;
         cb(ud, info.node_id, nsrv_gossip_peer_addr(p, &alen));
@@ -579,15 +581,15 @@ void nsrv_gossip_node_foreach_alive(nsrv_gossip_node_t *n, uint64_t now_mono,
 /* Per peer: seconds since its last valid packet (+Inf: none since we started) and whether
  * that is within the alive window (the address service's rule). */
 static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
-    uint64_t window = nsrv_gossip_node_alive_window_ms(n);
     size_t np = nsrv_gossip_peers_count(n->peers);
     /* One snapshot of every peer, then one family after the other (the text format wants
      * a family's samples together). */
     nsrv_gossip_peer_info_t *info = nsrv_malloc(np * sizeof *info);
     for (size_t i = 0; i < np; i++)
         nsrv_gossip_peer_info(nsrv_gossip_peers_at(n->peers, i), &info[i]);
-    family(out, "nsrvd_gossip_peer_last_heard_seconds", "gauge",
-           "Seconds since the peer's last valid gossip packet (+Inf: none since start).");
+    nsrv_metric_family(
+        out, "nsrvd_gossip_peer_last_heard_seconds", "gauge",
+        "Seconds since the peer's last valid gossip packet (+Inf: none since start).");
     for (size_t i = 0; i < np; i++) {
         nsrv_buf_printf(out, "nsrvd_gossip_peer_last_heard_seconds{peer=\"%u\"} ", info[i].node_id);
         if (info[i].has_incarnation)
@@ -596,28 +598,28 @@ static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *o
         else
             nsrv_buf_append_c(out, "+Inf\n");
     }
-    family(out, "nsrvd_gossip_peer_up", "gauge",
-           "1 while the peer was heard within the alive window (3 gossip intervals).");
+    nsrv_metric_family(out, "nsrvd_gossip_peer_up", "gauge",
+                       "1 while the peer was heard within the alive window (3 gossip intervals).");
     for (size_t i = 0; i < np; i++) {
-        bool up = info[i].has_incarnation && now_mono - info[i].last_valid_mono_ms <= window;
-        nsrv_buf_printf(out, "nsrvd_gossip_peer_up{peer=\"%u\"} %d\n", info[i].node_id, up);
+        nsrv_buf_printf(out, "nsrvd_gossip_peer_up{peer=\"%u\"} %d\n", info[i].node_id,
+                        peer_alive(n, &info[i], now_mono));
     }
-    family(out, "nsrvd_gossip_peer_incarnation", "gauge",
-           "The peer's current incarnation (rises on each restart).");
+    nsrv_metric_family(out, "nsrvd_gossip_peer_incarnation", "gauge",
+                       "The peer's current incarnation (rises on each restart).");
     for (size_t i = 0; i < np; i++) {
         if (info[i].has_incarnation)
             nsrv_buf_printf(out, "nsrvd_gossip_peer_incarnation{peer=\"%u\"} %" PRIu64 "\n",
                             info[i].node_id, info[i].incarnation);
     }
-    family(out, "nsrvd_gossip_peer_resolved", "gauge",
-           "Peers configured by host name: 1 if its last lookup gave an address.");
+    nsrv_metric_family(out, "nsrvd_gossip_peer_resolved", "gauge",
+                       "Peers configured by host name: 1 if its last lookup gave an address.");
     for (size_t i = 0; i < np; i++) {
         if (info[i].host)
             nsrv_buf_printf(out, "nsrvd_gossip_peer_resolved{peer=\"%u\"} %d\n", info[i].node_id,
                             info[i].has_addr && !info[i].resolve_error);
     }
-    family(out, "nsrvd_gossip_peer_resolve_failures_total", "counter",
-           "Peers configured by host name: lookups that failed.");
+    nsrv_metric_family(out, "nsrvd_gossip_peer_resolve_failures_total", "counter",
+                       "Peers configured by host name: lookups that failed.");
     for (size_t i = 0; i < np; i++) {
         if (info[i].host)
             nsrv_buf_printf(out,
@@ -628,31 +630,33 @@ static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *o
 }
 
 void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
-    family(out, "nsrvd_gossip_bytes_sent_total", "counter", "Gossip UDP payload bytes sent.");
+    nsrv_metric_family(out, "nsrvd_gossip_bytes_sent_total", "counter",
+                       "Gossip UDP payload bytes sent.");
     nsrv_buf_printf(out, "nsrvd_gossip_bytes_sent_total %" PRIu64 "\n", n->c.bytes_sent);
-    family(out, "nsrvd_gossip_bytes_received_total", "counter",
-           "Gossip UDP payload bytes received.");
+    nsrv_metric_family(out, "nsrvd_gossip_bytes_received_total", "counter",
+                       "Gossip UDP payload bytes received.");
     nsrv_buf_printf(out, "nsrvd_gossip_bytes_received_total %" PRIu64 "\n", n->c.bytes_recv);
-    family(out, "nsrvd_gossip_datagrams_sent_total", "counter", "Gossip datagrams sent.");
+    nsrv_metric_family(out, "nsrvd_gossip_datagrams_sent_total", "counter",
+                       "Gossip datagrams sent.");
     nsrv_buf_printf(out, "nsrvd_gossip_datagrams_sent_total %" PRIu64 "\n", n->c.dgrams_sent);
-    family(out, "nsrvd_gossip_datagrams_received_total", "counter",
-           "Gossip datagrams received (accepted or not).");
+    nsrv_metric_family(out, "nsrvd_gossip_datagrams_received_total", "counter",
+                       "Gossip datagrams received (accepted or not).");
     nsrv_buf_printf(out, "nsrvd_gossip_datagrams_received_total %" PRIu64 "\n", n->c.dgrams_recv);
-    family(out, "nsrvd_gossip_pulls_total", "counter",
-           "Registration pulls this node made from peers, by result.");
+    nsrv_metric_family(out, "nsrvd_gossip_pulls_total", "counter",
+                       "Registration pulls this node made from peers, by result.");
     nsrv_buf_printf(out,
                     "nsrvd_gossip_pulls_total{result=\"ok\"} %" PRIu64 "\n"
                     "nsrvd_gossip_pulls_total{result=\"failed\"} %" PRIu64 "\n",
                     n->c.pulls_ok, n->c.pulls_failed);
-    family(out, "nsrvd_gossip_pulls_served_total", "counter",
-           "Registration pulls served to peers.");
+    nsrv_metric_family(out, "nsrvd_gossip_pulls_served_total", "counter",
+                       "Registration pulls served to peers.");
     nsrv_buf_printf(out, "nsrvd_gossip_pulls_served_total %" PRIu64 "\n", n->c.pulls_served);
-    family(out, "nsrvd_gossip_brokers_imported_total", "counter",
-           "Broker registrations taken from peers' pulls.");
+    nsrv_metric_family(out, "nsrvd_gossip_brokers_imported_total", "counter",
+                       "Broker registrations taken from peers' pulls.");
     nsrv_buf_printf(out, "nsrvd_gossip_brokers_imported_total %" PRIu64 "\n",
                     n->c.brokers_imported);
-    family(out, "nsrvd_gossip_pull_conns_closed_total", "counter",
-           "Pull-listener connections closed early, by reason.");
+    nsrv_metric_family(out, "nsrvd_gossip_pull_conns_closed_total", "counter",
+                       "Pull-listener connections closed early, by reason.");
     nsrv_buf_printf(out,
                     "nsrvd_gossip_pull_conns_closed_total{reason=\"not_peer\"} %" PRIu64 "\n"
                     "nsrvd_gossip_pull_conns_closed_total{reason=\"no_request_in_time\"} %" PRIu64
@@ -661,16 +665,18 @@ void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf
                     n->c.pull_conns_not_peer, n->c.pull_conns_timed_out, n->c.pull_conns_evicted);
     uint64_t acc, rej[NSRV_GOSSIP_NREASONS];
     nsrv_gossip_peers_totals(n->peers, &acc, rej);
-    family(out, "nsrvd_gossip_packets_total", "counter",
-           "Gossip packets (UDP and pull requests) by result: accepted or the refusal reason.");
+    nsrv_metric_family(
+        out, "nsrvd_gossip_packets_total", "counter",
+        "Gossip packets (UDP and pull requests) by result: accepted or the refusal reason.");
     nsrv_buf_printf(out, "nsrvd_gossip_packets_total{result=\"accepted\"} %" PRIu64 "\n", acc);
     for (int r = 0; r < NSRV_GOSSIP_NREASONS; r++)
         nsrv_buf_printf(out, "nsrvd_gossip_packets_total{result=\"%s\"} %" PRIu64 "\n",
                         nsrv_gossip_reason_name(NSRV_GOSSIP_ESIZE - r), rej[r]);
     peer_metrics(n, now_mono, out);
-    family(out, "nsrvd_gossip_convergence_lag_seconds", "histogram",
-           "For each broker this node first learned from a peer: its age then, i.e. the time "
-           "from the peer's last direct heartbeat of it to its being routable here.");
+    nsrv_metric_family(
+        out, "nsrvd_gossip_convergence_lag_seconds", "histogram",
+        "For each broker this node first learned from a peer: its age then, i.e. the time "
+        "from the peer's last direct heartbeat of it to its being routable here.");
     nsrv_hist_write(out, "nsrvd_gossip_convergence_lag_seconds", "", &n->conv_lag);
     nsrv__refusal_metrics(n, out, now_mono);
 }

@@ -65,11 +65,6 @@ void nsrv__metrics_reply(nsrv_req_metrics_t *m, int slot, bool has_reply, int re
     nsrv_hist_observe_us(&m->latency[slot], now_ns > start_ns ? (now_ns - start_ns) / 1000 : 0);
 }
 
-/* HELP and TYPE of a family (promtool wants both). */
-static void family(nsrv_buf_t *b, const char *name, const char *type, const char *help) {
-    nsrv_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 typedef struct {
     const char *name, *type, *help;
     uint64_t value;
@@ -77,7 +72,7 @@ typedef struct {
 
 static void write_scalars(nsrv_buf_t *b, const scalar_t *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        family(b, s[i].name, s[i].type, s[i].help);
+        nsrv_metric_family(b, s[i].name, s[i].type, s[i].help);
         nsrv_buf_printf(b, "%s %" PRIu64 "\n", s[i].name, s[i].value);
     }
 }
@@ -147,25 +142,27 @@ static void write_server_scalars(nsrv_server_t *srv, nsrv_buf_t *b) {
          srv->frames_offloaded_total},
     };
     write_scalars(b, s, sizeof s / sizeof s[0]);
-    family(b, "nsrvd_uptime_seconds", G, "Seconds since this process started.");
+    nsrv_metric_family(b, "nsrvd_uptime_seconds", G, "Seconds since this process started.");
     nsrv_buf_printf(b, "nsrvd_uptime_seconds %.3f\n",
                     (double)(nsrv_now_mono_ms() - srv->start_ms) / 1000.0);
-    family(b, "nsrvd_big_frame_loop_cpu_seconds_max", G,
-           "Most event-loop CPU time one big frame took (64 KiB or more, or a registration "
-           "body of 4 KiB or more; its decode and run, or the run of one decoded on a worker): "
-           "how long one big request held everyone else.");
+    nsrv_metric_family(
+        b, "nsrvd_big_frame_loop_cpu_seconds_max", G,
+        "Most event-loop CPU time one big frame took (64 KiB or more, or a registration "
+        "body of 4 KiB or more; its decode and run, or the run of one decoded on a worker): "
+        "how long one big request held everyone else.");
     nsrv_buf_printf(b, "nsrvd_big_frame_loop_cpu_seconds_max %.6f\n",
                     (double)srv->big_frame_loop_cpu_max_ns / 1e9);
-    family(b, "nsrvd_big_frame_loop_cpu_seconds", "histogram",
-           "Event-loop CPU time of each big frame (as nsrvd_big_frame_loop_cpu_seconds_max).");
+    nsrv_metric_family(
+        b, "nsrvd_big_frame_loop_cpu_seconds", "histogram",
+        "Event-loop CPU time of each big frame (as nsrvd_big_frame_loop_cpu_seconds_max).");
     nsrv_hist_write(b, "nsrvd_big_frame_loop_cpu_seconds", "", &srv->big_frame_loop_cpu);
-    family(b, "nsrvd_build_info", G, "The running version.");
+    nsrv_metric_family(b, "nsrvd_build_info", G, "The running version.");
     nsrv_buf_printf(b, "nsrvd_build_info{version=\"%s\"} 1\n", NSRV_VERSION);
 }
 
 static void write_requests(const nsrv_req_metrics_t *m, nsrv_buf_t *b) {
-    family(b, "nsrvd_requests_by_code_total", C,
-           "Requests received, by request code (OTHER: codes nsrvd does not serve).");
+    nsrv_metric_family(b, "nsrvd_requests_by_code_total", C,
+                       "Requests received, by request code (OTHER: codes nsrvd does not serve).");
     for (int i = 0; i < NSRV_MREQ_SLOTS; i++)
         nsrv_buf_printf(b, "nsrvd_requests_by_code_total{code=\"%d\",request=\"%s\"} %" PRIu64 "\n",
                         req_names[i].code, req_names[i].name, m->requests[i]);
@@ -173,12 +170,12 @@ static void write_requests(const nsrv_req_metrics_t *m, nsrv_buf_t *b) {
     for (int i = 0; i < NSRV_MREQ_SLOTS; i++)
         for (int r = 0; r < NSRV_MRESP_SLOTS; r++)
             by_resp[r] += m->responses[i][r];
-    family(b, "nsrvd_responses_total", C, "Replies sent, by response code.");
+    nsrv_metric_family(b, "nsrvd_responses_total", C, "Replies sent, by response code.");
     for (int r = 0; r < NSRV_MRESP_SLOTS; r++)
         nsrv_buf_printf(b, "nsrvd_responses_total{code=\"%d\",response=\"%s\"} %" PRIu64 "\n",
                         resp_names[r].code, resp_names[r].name, by_resp[r]);
-    family(b, "nsrvd_request_responses_total", C,
-           "Replies sent, by request and response code (pairs seen so far).");
+    nsrv_metric_family(b, "nsrvd_request_responses_total", C,
+                       "Replies sent, by request and response code (pairs seen so far).");
     for (int i = 0; i < NSRV_MREQ_SLOTS; i++)
         for (int r = 0; r < NSRV_MRESP_SLOTS; r++)
             if (m->responses[i][r])
@@ -186,10 +183,11 @@ static void write_requests(const nsrv_req_metrics_t *m, nsrv_buf_t *b) {
                                 "nsrvd_request_responses_total{request=\"%s\",response=\"%s\"} "
                                 "%" PRIu64 "\n",
                                 req_names[i].name, resp_names[r].name, m->responses[i][r]);
-    family(b, "nsrvd_request_duration_seconds", "histogram",
-           "Time from the start of a request's turn (decoding included) to its reply being queued "
-           "(KV and config writes: "
-           "on disk), by request code (codes seen so far).");
+    nsrv_metric_family(
+        b, "nsrvd_request_duration_seconds", "histogram",
+        "Time from the start of a request's turn (decoding included) to its reply being queued "
+        "(KV and config writes: "
+        "on disk), by request code (codes seen so far).");
     for (int i = 0; i < NSRV_MREQ_SLOTS; i++) {
         if (!m->latency[i].count)
             continue;
