@@ -2,11 +2,13 @@
 and JSON header leniency (proto/remoting.md §3, §6, proto/requests.md §1.3, §2.9, §2.11-§2.19, §3.3, §3.4)."""
 
 import json
+import signal
 import struct
 
 import pytest
 
-from nsrv_check import assert_code, assert_envelope, register_ok, route_addrs, route_or_none
+from nsrv_check import assert_code, assert_envelope, register_ok, route_addrs, route_or_none, wait_until
+from nsrvd_proc import scaled
 from rmq import (
     ALL_REQUEST_CODES,
     Broker,
@@ -311,6 +313,33 @@ def test_update_namesrv_config_takes_effect_and_persists(nsrvd, ns):
     bak = nsrvd.config_path.with_name(nsrvd.config_path.name + ".bak")
     assert bak.exists(), "a .bak of the previous config file must be written"
     assert bak.read_text() == original
+
+
+def test_sighup_reload_shows_in_config_and_survives_update(nsrvd, ns):
+    """What a SIGHUP applies live is what GET_NAMESRV_CONFIG shows and what a later
+    UPDATE_NAMESRV_CONFIG writes back to the file; a part that failed keeps showing its old values."""
+    with open(nsrvd.config_path, "a", encoding="utf-8") as f:
+        f.write("\nlogLevel=info\nadminAllowList=127.0.0.0/8\nadminAclEnable=true\n")
+    nsrvd.signal(signal.SIGHUP)
+    wait_until(lambda: "SIGHUP: keeping the running access rules" in nsrvd.output(), scaled(10),
+               msg="the ACL part must fail: adminAclEnable=true without adminAclFile")
+    props = parse_properties(get_config(ns))
+    assert props["logLevel"] == "info", "the log level applied, so it shows"
+    assert props["adminAllowList"] == "" and props["adminAclEnable"] == "false", "the ACL part kept its values"
+
+    with open(nsrvd.config_path, "a", encoding="utf-8") as f:
+        f.write("adminAclEnable=false\n")
+    nsrvd.signal(signal.SIGHUP)
+    wait_until(lambda: "SIGHUP: reloaded" in nsrvd.output(), scaled(10), msg="no reload line")
+    props = parse_properties(get_config(ns))
+    assert props["adminAllowList"] == "127.0.0.0/8" and props["logLevel"] == "info"
+
+    assert_code(ns.update_config("orderMessageEnable=true\n"), 0, None, ext=None, body=None)
+    stored = parse_properties(nsrvd.config_path.read_text())
+    assert stored["adminAllowList"] == "127.0.0.0/8" and stored["logLevel"] == "info", (
+        "UPDATE_NAMESRV_CONFIG must not write back the values from before the SIGHUP"
+    )
+    assert stored["orderMessageEnable"] == "true"
 
 
 def test_update_topic_list_switches(ns):

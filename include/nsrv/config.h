@@ -141,6 +141,11 @@ void nsrv_config_apply_log_level(const nsrv_config_t *cfg);
 /* Introspection over the key table (tests, docs). */
 size_t nsrv_config_key_count(void);
 const char *nsrv_config_key_name(size_t i); /* NULL past the end */
+/* Copies the values of the named keys (a NULL-terminated list) from src into dst, so
+ * what a SIGHUP applied live is also what GET_NAMESRV_CONFIG shows and what
+ * UPDATE_NAMESRV_CONFIG writes back. Returns -1 (copying nothing further) at an
+ * unknown name. */
+int nsrv_config_adopt(nsrv_config_t *dst, const nsrv_config_t *src, const char *const *names);
 /* Returns the flags of a known key, or -1 if name is not a known key. */
 int nsrv_config_key_flags(const char *name);
 /* The table as text (key_docs.c): type name (BOOL, INT, LONG, STRING) and the

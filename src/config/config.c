@@ -107,6 +107,9 @@ static int64_t *field_long(nsrv_config_t *cfg, const key_desc_t *d) {
 static char **field_str(nsrv_config_t *cfg, const key_desc_t *d) {
     return (char **)((char *)cfg + d->offset);
 }
+static const void *field_at(const nsrv_config_t *cfg, const key_desc_t *d) {
+    return (const char *)cfg + d->offset;
+}
 static const char *field_cstr(const nsrv_config_t *cfg, const key_desc_t *d) {
     return *(char *const *)((const char *)cfg + d->offset);
 }
@@ -167,6 +170,31 @@ static void store_value(nsrv_config_t *cfg, const key_desc_t *d, pending_t *v) {
         v->s = NULL;
         break;
     }
+}
+
+int nsrv_config_adopt(nsrv_config_t *dst, const nsrv_config_t *src, const char *const *names) {
+    for (; *names; names++) {
+        const key_desc_t *d = find_key(*names, NULL);
+        if (!d)
+            return -1;
+        pending_t v = {.set = true};
+        switch (d->type) {
+        case KT_BOOL:
+            v.b = *(const bool *)field_at(src, d);
+            break;
+        case KT_INT:
+            v.n = *(const int32_t *)field_at(src, d);
+            break;
+        case KT_LONG:
+            v.n = *(const int64_t *)field_at(src, d);
+            break;
+        case KT_STRING:
+            v.s = nsrv_strdup(field_cstr(src, d));
+            break;
+        }
+        store_value(dst, d, &v);
+    }
+    return 0;
 }
 
 void nsrv_config_init_defaults(nsrv_config_t *cfg) {

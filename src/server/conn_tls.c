@@ -33,16 +33,18 @@ int nsrv__tls_start(nsrv_server_t *srv) {
     return 0;
 }
 
-void nsrv__tls_reload(nsrv_server_t *srv, const nsrv_config_t *fresh) {
+bool nsrv__tls_reload(nsrv_server_t *srv, const nsrv_config_t *fresh) {
     if (!srv->tls || nsrv_tls_ctx_mode(srv->tls) == NSRV_TLS_DISABLED)
-        return;
+        return true;
     if (strcmp(fresh->tls_server_mode, srv->cfg->tls_server_mode) != 0)
         nsrv_log_notice("TLS", "SIGHUP: tls.server.mode changes at the next start only");
     char err[512] = "";
-    if (nsrv_tls_ctx_reload(srv->tls, fresh, err, sizeof err) != 0)
+    if (nsrv_tls_ctx_reload(srv->tls, fresh, err, sizeof err) != 0) {
         nsrv_log_error("TLS", "SIGHUP: keeping the running certificate: %s", err);
-    else
-        nsrv_log_notice("TLS", "SIGHUP: new connections use: %s", nsrv_tls_ctx_describe(srv->tls));
+        return false;
+    }
+    nsrv_log_notice("TLS", "SIGHUP: new connections use: %s", nsrv_tls_ctx_describe(srv->tls));
+    return true;
 }
 
 void nsrv__tls_stop(nsrv_server_t *srv) {

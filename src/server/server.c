@@ -118,10 +118,33 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         uv_stop(&srv->loop);
 }
 
+/* What each part of a SIGHUP applies; a part that applied is adopted into the
+ * running config (nsrv_config_adopt), a part that failed keeps its old values. */
+static const char *const reload_log_keys[] = {"logLevel", NULL};
+static const char *const reload_tls_keys[] = {
+    "tls.config.file",          "tls.test.mode.enable",        "tls.server.authClient",
+    "tls.server.certPath",      "tls.server.keyPath",          "tls.server.keyPassword",
+    "tls.server.trustCertPath", "tls.server.need.client.auth", NULL};
+static const char *const reload_nsaddr_keys[] = {
+    "gossipPeerAdvertisedAddresses", "advertisedAddress", "addressServiceSubgroup", NULL};
+static const char *const reload_acl_keys[] = {
+    "adminAllowList", "brokerAllowList",           "adminAclEnable",
+    "adminAclFile",   "updateNamesrvConfigEnable", NULL};
+static const char *const reload_gossip_keys[] = {"gossipPeers", "gossipPeerKeys",
+                                                 "gossipSecretKeyFile", "gossipKeyId", NULL};
+
+static bool reload_part(nsrv_server_t *srv, const nsrv_config_t *fresh, bool applied,
+                        const char *const *keys) {
+    if (applied)
+        (void)nsrv_config_adopt(srv->cfg, fresh, keys);
+    return applied;
+}
+
 /* SIGHUP: re-reads the config file for what can change live: the gossip peers,
  * their keys and our signing key (key rotation), the log level, the TLS
- * certificate, key and client-certificate settings (for new connections), and
- * the access policy (allow lists, adminAclFile, the UPDATE switch). */
+ * certificate, key and client-certificate settings (for new connections), the
+ * address service's list and the access policy (allow lists, adminAclFile, the
+ * UPDATE switch). Other keys take effect at the next start. */
 static void reload(nsrv_server_t *srv) {
     if (!srv->config_file) {
         nsrv_log_notice("SERVER", "SIGHUP: no config file to reload");
@@ -134,20 +157,24 @@ static void reload(nsrv_server_t *srv) {
         nsrv_log_error("SERVER", "SIGHUP: keeping the running config: %s", err);
     } else {
         nsrv_config_apply_log_level(&fresh);
-        nsrv__tls_reload(srv, &fresh);
-        bool whole = true;
-        if (srv->status_open && nsrv__nsaddr_configure(srv, &fresh, err, sizeof err) != 0) {
+        reload_part(srv, &fresh, true, reload_log_keys);
+        bool whole = reload_part(srv, &fresh, nsrv__tls_reload(srv, &fresh), reload_tls_keys);
+        if (srv->status_open &&
+            !reload_part(srv, &fresh, nsrv__nsaddr_configure(srv, &fresh, err, sizeof err) == 0,
+                         reload_nsaddr_keys)) {
             nsrv_log_error("SERVER", "SIGHUP: keeping the running address service: %s", err);
             whole = false;
         }
         nsrv_acl_t *acl = nsrv_acl_create(&fresh, err, sizeof err);
-        if (acl) {
+        if (reload_part(srv, &fresh, acl != NULL, reload_acl_keys)) {
             nsrv_processor_set_acl(srv->proc, acl);
         } else {
             nsrv_log_error("ACL", "SIGHUP: keeping the running access rules: %s", err);
             whole = false;
         }
-        if (srv->gossip && nsrv_gossip_reload(srv->gossip, &fresh, err, sizeof err) != 0) {
+        if (srv->gossip &&
+            !reload_part(srv, &fresh, nsrv_gossip_reload(srv->gossip, &fresh, err, sizeof err) == 0,
+                         reload_gossip_keys)) {
             nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
             whole = false;
         }

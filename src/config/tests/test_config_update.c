@@ -302,9 +302,33 @@ static void test_persist_errors(void **state) {
     nsrv_config_free(&cfg);
 }
 
+/* SIGHUP's adoption of reloaded keys: each type copied, the rest untouched, an unknown
+ * name refused. */
+static void test_adopt_named_keys(void **state) {
+    (void)state;
+    nsrv_config_t run, fresh;
+    nsrv_config_init_defaults(&run);
+    nsrv_config_init_defaults(&fresh);
+    nsrv_free(fresh.gossip_peers);
+    fresh.gossip_peers = nsrv_strdup("2@nsrvd2:9878");
+    fresh.gossip_key_id = 7;
+    fresh.admin_acl_enable = true;
+    fresh.listen_port = 1;
+    static const char *const names[] = {"gossipPeers", "gossipKeyId", "adminAclEnable", NULL};
+    assert_int_equal(nsrv_config_adopt(&run, &fresh, names), 0);
+    assert_string_equal(run.gossip_peers, "2@nsrvd2:9878");
+    assert_int_equal(run.gossip_key_id, 7);
+    assert_true(run.admin_acl_enable);
+    assert_int_equal(run.listen_port, 9876);
+    static const char *const unknown[] = {"noSuchKey", NULL};
+    assert_int_equal(nsrv_config_adopt(&run, &fresh, unknown), -1);
+    nsrv_config_free(&fresh);
+    nsrv_config_free(&run);
+}
+
 NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_apply_and_persist),
                cmocka_unit_test(test_noop_bodies), cmocka_unit_test(test_blacklist),
                cmocka_unit_test(test_invalid_applies_nothing),
                cmocka_unit_test(test_log_level_runtime), cmocka_unit_test(test_newline_injection),
                cmocka_unit_test(test_persist_round_trip_extras),
-               cmocka_unit_test(test_persist_errors))
+               cmocka_unit_test(test_persist_errors), cmocka_unit_test(test_adopt_named_keys))
