@@ -41,6 +41,7 @@ int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id
  * asks every peer for a full digest (SYNC_REQ) and for everything it holds
  * (PULL ALL). Returns NULL with a message in err on failure.
  */
+/* cfg outlives the gossip: the registration limits are read from it at each pull. */
 nsrv_gossip_t *nsrv_gossip_start(struct uv_loop_s *loop, const struct nsrv_config *cfg,
                                  nsrv_route_t *rt, char *err, size_t errlen);
 /* SIGHUP: applies peers, keys and the signing key of cfg; on error keeps the old ones. */

@@ -43,6 +43,11 @@ typedef struct {
     const uint8_t *sk;    /* NSRV_SEAL_SK_LEN bytes, copied */
     uint32_t interval_ms; /* full digest period (gossipIntervalMs) */
     uint32_t delta_ms;    /* delta period (gossipDeltaMs) */
+    /* registerMaxTopics and registerMaxDecodedBytes, read at each pulled registration
+     * (they can change at run time); NULL: no limit. A peer may accept registrations
+     * this node would refuse: what we adopt is bounded by our own configuration. */
+    const int32_t *reg_max_topics;
+    const int64_t *reg_max_decoded_bytes;
     /* Fills buf with random bytes (digest jitter, pull nonces); NULL: libsodium. */
     void (*random)(void *ud, void *buf, size_t len);
     void *ud;

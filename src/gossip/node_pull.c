@@ -252,8 +252,14 @@ size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
         nsrv_arena_reset(&n->arena);
         nsrv_register_body_t body;
         char err[160];
-        if (nsrv_register_body_decode(it->reg, it->reg_len, NSRV__GOSSIP_PULL_BODY_VERSION, false,
-                                      &n->arena, &body, err, sizeof err) != 0) {
+        nsrv_register_body_limits_t lim = {
+            .max_topics = n->o.reg_max_topics ? (size_t)*n->o.reg_max_topics : 0,
+            .max_decoded_bytes =
+                n->o.reg_max_decoded_bytes ? (size_t)*n->o.reg_max_decoded_bytes : 0,
+        };
+        if (nsrv_register_body_decode_bounded(it->reg, it->reg_len, NSRV__GOSSIP_PULL_BODY_VERSION,
+                                              false, &lim, &n->arena, &body, err,
+                                              sizeof err) != 0) {
             nsrv_log_warn("GOSSIP", "pulled registration from node %u unusable: %s", peer_id, err);
             continue;
         }

@@ -232,6 +232,8 @@ nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv
         .sk = g->sk,
         .interval_ms = (uint32_t)cfg->gossip_interval_ms,
         .delta_ms = (uint32_t)cfg->gossip_delta_ms,
+        .reg_max_topics = &cfg->register_max_topics,
+        .reg_max_decoded_bytes = &cfg->register_max_decoded_bytes,
     };
     g->node = nsrv_gossip_node_create(&o, rt, g->peers);
     if (!g->node) {

@@ -100,6 +100,9 @@ typedef struct gs_sim {
     uint64_t now;
     uint64_t rng;
     uint32_t budget;
+    /* every engine's registerMaxTopics / registerMaxDecodedBytes (0: none), read per pull */
+    int32_t reg_max_topics;
+    int64_t reg_max_decoded_bytes;
     /* network */
     uint32_t delay_min, delay_max; /* one-way delay of datagrams and pull legs, ms */
     uint32_t drop_pm, dup_pm;      /* per mille */
@@ -406,6 +409,8 @@ static inline void gs_start(gs_sim_t *s, uint8_t id) {
         .delta_ms = s->delta_ms,
         .random = gs_random_cb,
         .ud = nd,
+        .reg_max_topics = &s->reg_max_topics,
+        .reg_max_decoded_bytes = &s->reg_max_decoded_bytes,
     };
     nd->g = nsrv_gossip_node_create(&o, nd->rt, nd->peers);
     assert_non_null(nd->g);

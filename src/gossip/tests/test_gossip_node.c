@@ -933,6 +933,29 @@ static void test_pull_never_downgrades_direct_registration(void **state) {
 }
 
 /*
+ * A pulled registration is bounded by this node's own registerMaxTopics and
+ * registerMaxDecodedBytes, read at each pull: a peer configured with larger
+ * limits cannot make us adopt what a broker could not register with us.
+ */
+static void test_pulled_registration_within_our_limits(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_new(2, 0);
+    gs_broker_t b;
+    gs_broker_init(&b, 1);
+    gs_register(s, A, &b);
+    gs_run(s, 10);
+    s->reg_max_decoded_bytes = 16;
+    assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 0);
+    assert_false(gs_live(s, B, &b, NULL));
+    assert_false(gs_routes_to(s, B, &b));
+    s->reg_max_decoded_bytes = 0;
+    assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 1);
+    assert_true(gs_live(s, B, &b, NULL));
+    assert_true(gs_routes_to(s, B, &b));
+    sim_del(s);
+}
+
+/*
  * A pull reply carries every broker the responder holds, including those it
  * only learnt from peers, aged from the merged last-seen time, which itself
  * comes from a real heartbeat (proto/gossip.md §7.2). A node cut off from the
@@ -1044,6 +1067,7 @@ NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_replay_100s_later_cha
                cmocka_unit_test(test_replay_to_restarted_node_cannot_stretch_liveness),
                cmocka_unit_test(test_new_incarnation_first_datagram_delayed_cannot_stretch),
                cmocka_unit_test(test_pull_never_downgrades_direct_registration),
+               cmocka_unit_test(test_pulled_registration_within_our_limits),
                cmocka_unit_test(test_pull_relays_peer_learned_brokers_with_their_age),
                cmocka_unit_test(test_tombstone_for_broker_registered_since_last_digest),
                cmocka_unit_test(test_full_digest_repeats_the_newest_tombstone))
