@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/uio.h>
 
 /*
  * Replaces path's content with data[0..len) so that a crash at any moment
@@ -17,6 +18,10 @@
  * Blocking: call from the loop thread only for small files.
  */
 int nsrv_file_write_atomic(const char *path, const void *data, size_t len, bool keep_bak);
+
+/* nsrv_file_write_atomic of the concatenation of iov[0..n) (written with writev, not copied
+ * together first: a big file's parts stay where they are). */
+int nsrv_file_write_atomic_iov(const char *path, const struct iovec *iov, size_t n, bool keep_bak);
 
 /*
  * Reads a whole file into a NUL-terminated heap buffer (free with nsrv_free).

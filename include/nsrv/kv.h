@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "nsrv/buf.h"
+#include "nsrv/rope.h"
 
 /* The namespace of ordered-topic queue layouts (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG,
  * proto/route.md §8). */
@@ -107,6 +108,17 @@ bool nsrv_kv_encode_namespace(const nsrv_kv_t *kv, const char *ns, nsrv_buf_t *o
  * namespaces as {}, null values omitted.
  */
 void nsrv_kv_encode_file(const nsrv_kv_t *kv, nsrv_buf_t *out);
+
+/*
+ * The same text as nsrv_kv_encode_file, byte for byte, appended to a rope for writev:
+ * big values (NSRV_KV_VALUE_REF_MIN bytes or more) are escaped once in their life, on
+ * first use, and referenced from then on, so a commit of a table holding a 4 MiB value
+ * neither escapes nor copies it again. The rope references kv's values: keep kv (a clone
+ * from nsrv_kv_clone, normally) until the rope is written. Any thread that owns kv.
+ */
+void nsrv_kv_encode_file_rope(const nsrv_kv_t *kv, nsrv_rope_t *out);
+/* Values shorter than this are escaped into the rope's own text on every encoding. */
+#define NSRV_KV_VALUE_REF_MIN 1024
 
 /*
  * Counter bumped by every put, every delete that removed a key, and every

@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "nsrv/buf.h"
+#include "nsrv/rope.h"
 
 typedef struct nsrv_writer nsrv_writer_t;
 typedef struct nsrv_wfile nsrv_wfile_t;
@@ -30,8 +31,9 @@ typedef struct nsrv_wfile nsrv_wfile_t;
 /* A private copy of a file's content, taken on the loop thread. */
 typedef struct {
     void *data;
-    /* Appends the file's bytes to out. Runs on the writer thread. */
-    void (*encode)(void *data, nsrv_buf_t *out);
+    /* Appends the file's bytes to out: small text to out->own, big blocks of data by
+     * reference (nsrv_rope_ref), written with writev, not copied. Writer thread. */
+    void (*encode)(void *data, nsrv_rope_t *out);
     /* Frees data. Runs on the writer thread (or the loop thread at destroy). */
     void (*release)(void *data);
 } nsrv_wsnap_t;
@@ -69,6 +71,9 @@ void nsrv_writer_drain(nsrv_writer_t *w);
 /* Counters for the status page: writes done, and requests they satisfied. */
 uint64_t nsrv_writer_writes(const nsrv_writer_t *w);
 uint64_t nsrv_writer_requests(const nsrv_writer_t *w);
+/* The writer thread's CPU time over all writes done (encoding, write, fsync: what a commit
+ * costs the machine's cores), and in *max_ns (if not NULL) the most one write took. */
+uint64_t nsrv_writer_cpu_ns(const nsrv_writer_t *w, uint64_t *max_ns);
 
 /*
  * Stops the thread (after the write in progress, if any) and closes the

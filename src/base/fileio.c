@@ -9,11 +9,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "nsrv/alloc.h"
@@ -101,6 +103,35 @@ int nsrv_fd_write_all(int fd, const void *data, size_t len) {
     return 0;
 }
 
+/* writev(2) until every byte of iov[0..n) is written: at most IOV_MAX pieces a call, a
+ * partial write resumed inside its piece, EINTR retried. Returns 0 or -errno. */
+static int writev_all(int fd, const struct iovec *iov, size_t n) {
+    size_t i = 0, skip = 0; /* skip: bytes of iov[i] already written */
+    struct iovec batch[IOV_MAX];
+    while (i < n) {
+        int cnt = 0;
+        for (size_t k = i; k < n && cnt < IOV_MAX; k++, cnt++) {
+            size_t from = k == i ? skip : 0;
+            batch[cnt].iov_base = (char *)iov[k].iov_base + from;
+            batch[cnt].iov_len = iov[k].iov_len - from;
+        }
+        ssize_t w = writev(fd, batch, cnt);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        size_t left = (size_t)w;
+        while (i < n && left >= iov[i].iov_len - skip) {
+            left -= iov[i].iov_len - skip;
+            skip = 0;
+            i++;
+        }
+        skip += left;
+    }
+    return 0;
+}
+
 static int fsync_dir(const char *dir) {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -128,16 +159,16 @@ static int close_keep(int fd, int rc) {
 }
 
 /*
- * Fills tmp_path from either a memory block (src_fd < 0) or an open file,
+ * Fills tmp_path from either memory pieces (src_fd < 0) or an open file,
  * then fsyncs it. On failure the temp file is removed.
  */
-static int write_tmp(const char *tmp_path, const void *data, size_t len, int src_fd) {
+static int write_tmp(const char *tmp_path, const struct iovec *iov, size_t iovcnt, int src_fd) {
     int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, FILE_MODE);
     if (fd < 0)
         return -errno;
     int rc = 0;
     if (src_fd < 0) {
-        rc = nsrv_fd_write_all(fd, data, len);
+        rc = writev_all(fd, iov, iovcnt);
     } else {
         char chunk[COPY_CHUNK];
         for (;;) {
@@ -194,7 +225,14 @@ static int save_bak(const char *path) {
 }
 
 int nsrv_file_write_atomic(const char *path, const void *data, size_t len, bool keep_bak) {
-    if (path == NULL || *path == '\0' || (data == NULL && len > 0))
+    if (data == NULL && len > 0)
+        return -EINVAL;
+    struct iovec one = {(void *)data, len};
+    return nsrv_file_write_atomic_iov(path, &one, len ? 1 : 0, keep_bak);
+}
+
+int nsrv_file_write_atomic_iov(const char *path, const struct iovec *iov, size_t n, bool keep_bak) {
+    if (path == NULL || *path == '\0' || (iov == NULL && n > 0))
         return -EINVAL;
     char *dir = dir_of(path);
     char *tmp = path_with_suffix(path, ".tmp");
@@ -206,7 +244,7 @@ int nsrv_file_write_atomic(const char *path, const void *data, size_t len, bool 
         if (rc < 0)
             goto cleanup;
     }
-    rc = write_tmp(tmp, data, len, -1);
+    rc = write_tmp(tmp, iov, n, -1);
     if (rc < 0)
         goto cleanup;
     if (nsrv_file_crash_hook) {

@@ -7,7 +7,6 @@
 #include "nsrv/kv.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "nsrv/alloc.h"
@@ -28,44 +27,6 @@ void nsrv_kv_destroy(nsrv_kv_t **kv) {
     nsrv_free((*kv)->path);
     nsrv_free(*kv);
     *kv = NULL;
-}
-
-/*
- * A value's bytes are shared by the table and the copies the durable writer
- * encodes on its own thread (kv_snapshot.c), so a write of a 4 MiB value
- * does not copy it again on the loop thread. A reference count sits in front
- * of the text; it is atomic because the writer thread drops its references.
- */
-typedef struct {
-    atomic_size_t refs;
-    char text[];
-} kv_value_t;
-
-static kv_value_t *value_of(char *text) {
-    return (kv_value_t *)(text - offsetof(kv_value_t, text));
-}
-
-static char *value_new(const char *s, size_t len) {
-    kv_value_t *v = nsrv_malloc(sizeof *v + len + 1);
-    atomic_init(&v->refs, 1);
-    if (len)
-        memcpy(v->text, s, len);
-    v->text[len] = '\0';
-    return v->text;
-}
-
-char *nsrv__kv_value_ref(char *text) {
-    if (text)
-        atomic_fetch_add_explicit(&value_of(text)->refs, 1, memory_order_relaxed);
-    return text;
-}
-
-void nsrv__kv_value_unref(char *text) {
-    if (!text)
-        return;
-    kv_value_t *v = value_of(text);
-    if (atomic_fetch_sub_explicit(&v->refs, 1, memory_order_acq_rel) == 1)
-        nsrv_free(v);
 }
 
 static void entry_free(nsrv_kv_entry_t *e) {
@@ -122,7 +83,8 @@ nsrv_kv_ns_t *nsrv__kv_ns_get_or_add(nsrv_kv_ns_t **table, const char *name, siz
 
 void nsrv__kv_ns_set(nsrv_kv_ns_t *ns, const char *key, size_t key_len, const char *value,
                      size_t value_len) {
-    nsrv__kv_ns_set_shared(ns, key, key_len, value ? value_new(value, value_len) : NULL, value_len);
+    nsrv__kv_ns_set_shared(ns, key, key_len, value ? nsrv__kv_value_new(value, value_len) : NULL,
+                           value_len);
 }
 
 void nsrv__kv_ns_set_shared(nsrv_kv_ns_t *ns, const char *key, size_t key_len, char *v,
@@ -165,15 +127,7 @@ int nsrv_kv_put(nsrv_kv_t *kv, const char *ns, const char *key, const char *valu
     if (!ns || !key)
         return -EINVAL;
     size_t len = value ? strlen(value) : 0;
-    return nsrv_kv_put_value(kv, ns, key, value ? value_new(value, len) : NULL, len);
-}
-
-char *nsrv_kv_value_make(const char *value, size_t len) {
-    return value_new(value, len);
-}
-
-void nsrv_kv_value_release(char *made) {
-    nsrv__kv_value_unref(made);
+    return nsrv_kv_put_value(kv, ns, key, value ? nsrv__kv_value_new(value, len) : NULL, len);
 }
 
 int nsrv_kv_put_value(nsrv_kv_t *kv, const char *ns, const char *key, char *made, size_t len) {
@@ -224,8 +178,9 @@ bool nsrv_kv_has_namespace(const nsrv_kv_t *kv, const char *ns) {
     return ns && ns_find(kv->table, ns, strlen(ns)) != NULL;
 }
 
-/* {"k":"v",...}: null values are omitted, as fastjson omits null map values. */
-static void encode_entries(const nsrv_kv_ns_t *ns, nsrv_buf_t *out) {
+/* {"k":"v",...}: null values are omitted, as fastjson omits null map values. With a rope
+ * (out is then its own text), big values are referenced in their cached JSON form. */
+static void encode_entries(const nsrv_kv_ns_t *ns, nsrv_buf_t *out, nsrv_rope_t *rope) {
     nsrv_buf_append_ch(out, '{');
     bool first = true;
     for (const nsrv_kv_entry_t *e = ns->entries; e; e = e->hh.next) {
@@ -233,7 +188,10 @@ static void encode_entries(const nsrv_kv_ns_t *ns, nsrv_buf_t *out) {
             nsrv_buf_append_sep(out, &first);
             nsrv_json_write_str(out, e->key, e->key_len, NSRV_JSON_ESC_DEFAULT);
             nsrv_buf_append_ch(out, ':');
-            nsrv_json_write_str(out, e->value, e->value_len, NSRV_JSON_ESC_DEFAULT);
+            if (rope)
+                nsrv__kv_value_write_json(rope, e->value, e->value_len);
+            else
+                nsrv_json_write_str(out, e->value, e->value_len, NSRV_JSON_ESC_DEFAULT);
         }
     }
     nsrv_buf_append_ch(out, '}');
@@ -244,21 +202,29 @@ bool nsrv_kv_encode_namespace(const nsrv_kv_t *kv, const char *ns, nsrv_buf_t *o
     if (!n)
         return false;
     nsrv_buf_append_c(out, "{\"table\":");
-    encode_entries(n, out);
+    encode_entries(n, out, NULL);
     nsrv_buf_append_ch(out, '}');
     return true;
 }
 
-void nsrv_kv_encode_file(const nsrv_kv_t *kv, nsrv_buf_t *out) {
+static void encode_file(const nsrv_kv_t *kv, nsrv_buf_t *out, nsrv_rope_t *rope) {
     nsrv_buf_append_c(out, "{\"configTable\":{");
     for (const nsrv_kv_ns_t *n = kv->table; n; n = n->hh.next) {
         if (n != kv->table)
             nsrv_buf_append_ch(out, ',');
         nsrv_json_write_str(out, n->name, n->name_len, NSRV_JSON_ESC_DEFAULT);
         nsrv_buf_append_ch(out, ':');
-        encode_entries(n, out);
+        encode_entries(n, out, rope);
     }
     nsrv_buf_append_c(out, "}}");
+}
+
+void nsrv_kv_encode_file(const nsrv_kv_t *kv, nsrv_buf_t *out) {
+    encode_file(kv, out, NULL);
+}
+
+void nsrv_kv_encode_file_rope(const nsrv_kv_t *kv, nsrv_rope_t *out) {
+    encode_file(kv, &out->own, out);
 }
 
 uint64_t nsrv_kv_generation(const nsrv_kv_t *kv) {

@@ -11,6 +11,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/kv.h"
+#include "nsrv/rope.h"
 
 #include "nsrv/uthash.h"
 
@@ -48,9 +49,17 @@ void nsrv__kv_ns_set(nsrv_kv_ns_t *ns, const char *key, size_t key_len, const ch
  * value text from the table (nsrv__kv_value_ref) or NULL. */
 void nsrv__kv_ns_set_shared(nsrv_kv_ns_t *ns, const char *key, size_t key_len, char *v,
                             size_t value_len);
+/* A new value text (kv_value.c): s[0..len) copied, NUL-terminated, one reference. */
+char *nsrv__kv_value_new(const char *s, size_t len);
 /* Value texts are reference counted (shared with snapshots); NULL is accepted. */
 char *nsrv__kv_value_ref(char *text);
 void nsrv__kv_value_unref(char *text);
+/*
+ * Appends value text[0..len) to r as a quoted JSON string (NSRV_JSON_ESC_DEFAULT). A big
+ * value is escaped once in its life, the form kept with it, and referenced, not copied:
+ * the caller keeps a reference to the value until r is written. Any thread.
+ */
+void nsrv__kv_value_write_json(nsrv_rope_t *r, char *text, size_t len);
 /* Frees every namespace of *table and sets it to NULL. */
 void nsrv__kv_table_free(nsrv_kv_ns_t **table);
 /* Moves each namespace of *src into kv, replacing same-named ones; empties *src. */

@@ -11,6 +11,8 @@
  */
 #include "nsrv/writer.h"
 
+#include <time.h>
+
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
 #include "nsrv/fileio.h"
@@ -46,6 +48,7 @@ typedef struct job {
     nsrv_wsnap_t snap;
     waiters_t waiters;
     int rc;
+    uint64_t cpu_ns; /* the writer thread's CPU time for this job: encode, write, fsync */
 } job_t;
 
 typedef struct {
@@ -67,6 +70,8 @@ struct nsrv_writer {
     size_t busy_files;
     uint64_t writes;
     uint64_t requests;
+    uint64_t cpu_ns;     /* sum of the jobs' cpu_ns */
+    uint64_t cpu_max_ns; /* the most one job took */
     int open_handles;
 };
 
@@ -93,13 +98,26 @@ static job_t *jobs_take_all(jobs_t *q) {
     return all;
 }
 
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void run_job(job_t *j) {
-    nsrv_buf_t text = NSRV_BUF_INIT;
+    uint64_t cpu0 = thread_cpu_ns();
+    nsrv_rope_t text = NSRV_ROPE_INIT;
     j->snap.encode(j->snap.data, &text);
-    j->rc = nsrv_file_write_atomic(j->f->path, text.data, text.len, j->f->keep_bak);
-    nsrv_buf_deinit(&text);
+    size_t n = 0;
+    struct iovec *iov = nsrv_rope_iov(&text, &n);
+    j->rc = nsrv_file_write_atomic_iov(j->f->path, iov, n, j->f->keep_bak);
+    nsrv_free(iov);
+    nsrv_rope_deinit(&text);
+    /* The rope referenced the snapshot's memory: release it only now. */
     j->snap.release(j->snap.data);
     j->snap.data = NULL;
+    j->cpu_ns = thread_cpu_ns() - cpu0;
 }
 
 /* Waits for the next queued job; NULL once the writer stops (queued jobs are released by
@@ -167,6 +185,9 @@ static void finish_job(nsrv_writer_t *w, job_t *j) {
         uv_unref((uv_handle_t *)&w->async);
     w->writes++;
     w->requests += j->waiters.n;
+    w->cpu_ns += j->cpu_ns;
+    if (j->cpu_ns > w->cpu_max_ns)
+        w->cpu_max_ns = j->cpu_ns;
     for (waiter_t *x = j->waiters.head, *next; x; x = next) {
         next = x->next;
         if (x->done)
@@ -252,6 +273,12 @@ uint64_t nsrv_writer_writes(const nsrv_writer_t *w) {
 
 uint64_t nsrv_writer_requests(const nsrv_writer_t *w) {
     return w->requests;
+}
+
+uint64_t nsrv_writer_cpu_ns(const nsrv_writer_t *w, uint64_t *max_ns) {
+    if (max_ns)
+        *max_ns = w->cpu_max_ns;
+    return w->cpu_ns;
 }
 
 static void free_waiters(waiters_t *q) {

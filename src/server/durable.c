@@ -11,9 +11,10 @@
 #include "nsrv/writer.h"
 #include "server_int.h"
 
-/* KV: a deep copy on the loop thread (memcpy speed); the JSON encoding runs on the writer. */
-static void kv_encode(void *data, nsrv_buf_t *out) {
-    nsrv_kv_encode_file(data, out);
+/* KV: a copy of the table's structure on the loop thread (values shared); the JSON encoding
+ * runs on the writer, which escapes a big value once in its life and references it. */
+static void kv_encode(void *data, nsrv_rope_t *out) {
+    nsrv_kv_encode_file_rope(data, out);
 }
 
 static void kv_release(void *data) {
@@ -26,9 +27,9 @@ static nsrv_wsnap_t kv_snapshot(void *ud) {
 }
 
 /* Config: a few hundred bytes of properties text, rendered on the loop thread. */
-static void text_encode(void *data, nsrv_buf_t *out) {
+static void text_encode(void *data, nsrv_rope_t *out) {
     nsrv_buf_t *text = data;
-    nsrv_buf_append(out, text->data, text->len);
+    nsrv_buf_append(&out->own, text->data, text->len);
 }
 
 static void text_release(void *data) {

@@ -156,6 +156,14 @@ static void write_server_scalars(nsrv_server_t *srv, nsrv_buf_t *b) {
         b, "nsrvd_big_frame_loop_cpu_seconds", "histogram",
         "Event-loop CPU time of each big frame (as nsrvd_big_frame_loop_cpu_seconds_max).");
     nsrv_hist_write(b, "nsrvd_big_frame_loop_cpu_seconds", "", &srv->big_frame_loop_cpu);
+    uint64_t wcpu_max = 0, wcpu = srv->writer ? nsrv_writer_cpu_ns(srv->writer, &wcpu_max) : 0;
+    nsrv_metric_family(b, "nsrvd_durable_writer_cpu_seconds_total", C,
+                       "Writer-thread CPU time of all durable writes (encode, write, fsync); "
+                       "divided by nsrvd_durable_writes_total, what one group commit costs.");
+    nsrv_buf_printf(b, "nsrvd_durable_writer_cpu_seconds_total %.6f\n", (double)wcpu / 1e9);
+    nsrv_metric_family(b, "nsrvd_durable_writer_cpu_seconds_max", G,
+                       "Most writer-thread CPU time one durable write took.");
+    nsrv_buf_printf(b, "nsrvd_durable_writer_cpu_seconds_max %.6f\n", (double)wcpu_max / 1e9);
     nsrv_metric_family(b, "nsrvd_build_info", G, "The running version.");
     nsrv_buf_printf(b, "nsrvd_build_info{version=\"%s\"} 1\n", NSRV_VERSION);
 }

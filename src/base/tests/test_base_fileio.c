@@ -2,7 +2,7 @@
 /*
  * Unit tests for src/base/fileio.c: atomic replace, .bak, crash between write
  * and rename, parent directory creation and capped reads. Each test works in
- * a fresh directory under /tmp.
+ * a fresh directory under /tmp. Also the writev of a rope (include/nsrv/rope.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +19,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/fileio.h"
+#include "nsrv/rope.h"
 #include "testlib.h"
 
 typedef struct {
@@ -225,7 +226,52 @@ static void test_read_all_large_and_unsized(void **state) {
     assert_int_equal(nsrv_file_read_all("/proc/self/status", 50, &data, &len), -EFBIG);
 }
 
+/* A rope of more pieces than one writev takes (IOV_MAX), empty ones and a big one among
+ * them, is written as its concatenation, with the .bak rules of the one-block write. */
+static void test_write_iov_rope_pieces_in_order(void **state) {
+    fixture_t *f = *state;
+    const char *p = nsrv_test_dir_join(&f->dir, "rope.json");
+    size_t big_len = 1 << 20;
+    char *big = malloc(big_len);
+    for (size_t i = 0; i < big_len; i++)
+        big[i] = (char)('A' + i % 26);
+    nsrv_rope_t r = NSRV_ROPE_INIT;
+    nsrv_buf_t want = NSRV_BUF_INIT;
+    for (int i = 0; i < 3000; i++) {
+        char own[16];
+        int n = snprintf(own, sizeof own, "<%d>", i);
+        nsrv_buf_append(&r.own, own, (size_t)n);
+        nsrv_buf_append(&want, own, (size_t)n);
+        size_t ref_len = i == 1500 ? big_len : (size_t)(i % 7); /* 0: an empty piece */
+        nsrv_rope_ref(&r, big + i % 26, ref_len - (i == 1500 ? 26 : 0));
+        nsrv_buf_append(&want, big + i % 26, ref_len - (i == 1500 ? 26 : 0));
+    }
+    assert_int_equal(nsrv_rope_len(&r), want.len);
+    size_t n = 0;
+    struct iovec *iov = nsrv_rope_iov(&r, &n);
+    assert_true(n > 1024);
+    assert_int_equal(nsrv_file_write_atomic(p, "old", 3, true), 0);
+    assert_int_equal(nsrv_file_write_atomic_iov(p, iov, n, true), 0);
+    nsrv_free(iov);
+    char *data;
+    size_t len;
+    assert_int_equal(nsrv_file_read_all(p, 4 << 20, &data, &len), 0);
+    assert_int_equal(len, want.len);
+    assert_memory_equal(data, want.data, len);
+    nsrv_free(data);
+    nsrv_test_assert_file(nsrv_test_dir_join(&f->dir, "rope.json.bak"), "old");
+    nsrv_buf_t flat = NSRV_BUF_INIT;
+    nsrv_rope_flatten(&r, &flat);
+    assert_int_equal(flat.len, want.len);
+    assert_memory_equal(flat.data, want.data, want.len);
+    nsrv_buf_deinit(&flat);
+    nsrv_buf_deinit(&want);
+    nsrv_rope_deinit(&r);
+    free(big);
+}
+
 NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_write_new_file),
+               NSRV_FIXTURE_TEST(test_write_iov_rope_pieces_in_order),
                NSRV_FIXTURE_TEST(test_overwrite_keeps_bak), NSRV_FIXTURE_TEST(test_write_empty),
                NSRV_FIXTURE_TEST(test_crash_before_rename_keeps_old),
                NSRV_FIXTURE_TEST(test_hook_returning_zero_continues),

@@ -19,6 +19,7 @@
 
 #include "nsrv/buf.h"
 #include "nsrv/kv.h"
+#include "nsrv/rope.h"
 #include "testlib.h"
 
 static char *encode(const nsrv_kv_t *kv) {
@@ -71,5 +72,57 @@ static void test_deferred_table_never_writes_its_file(void **state) {
     nsrv_test_dir_remove(&dir);
 }
 
+static char *flatten(const nsrv_kv_t *kv, size_t *ext_bytes) {
+    nsrv_rope_t r = NSRV_ROPE_INIT;
+    nsrv_kv_encode_file_rope(kv, &r);
+    *ext_bytes = r.ext_bytes;
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    nsrv_rope_flatten(&r, &b);
+    nsrv_rope_deinit(&r);
+    char *s = strdup(b.data);
+    nsrv_buf_deinit(&b);
+    return s;
+}
+
+/* The writer's rope encoding is the file text byte for byte; big values (plain or needing
+ * escapes) are referenced, not copied, and the escaped form is made once and reused. */
+static void test_rope_encoding_is_the_file_text(void **state) {
+    (void)state;
+    size_t big = NSRV_KV_VALUE_REF_MIN + 100;
+    char *plain = malloc(big + 1), *esc = malloc(big + 1);
+    for (size_t i = 0; i < big; i++) {
+        plain[i] = (char)('a' + i % 26);
+        esc[i] = "q\"\\\n\x01/\xE4\xB8\xAD"[i % 9]; /* quotes, controls, UTF-8 */
+    }
+    plain[big] = esc[big] = '\0';
+    esc[big - 1] = '\xFF'; /* ill-formed at the end: written as U+FFFD */
+    nsrv_kv_t *kv = nsrv_kv_create(NULL);
+    assert_int_equal(nsrv_kv_put(kv, "A", "small", "v\"1"), 0);
+    assert_int_equal(nsrv_kv_put(kv, "A", "plain", plain), 0);
+    assert_int_equal(nsrv_kv_put(kv, "A", "null", NULL), 0);
+    assert_int_equal(nsrv_kv_put(kv, "B", "esc", esc), 0);
+    assert_int_equal(nsrv_kv_put(kv, "C", "gone", "x"), 0);
+    assert_int_equal(nsrv_kv_delete(kv, "C", "gone"), 0);
+    char *want = encode(kv);
+    nsrv_kv_t *copy = nsrv_kv_clone(kv);
+    size_t ext1 = 0, ext2 = 0;
+    char *first = flatten(copy, &ext1);
+    char *again = flatten(kv, &ext2); /* the cached forms, through the shared values */
+    assert_string_equal(first, want);
+    assert_string_equal(again, want);
+    /* plain: the text itself; esc: its escaped form, longer than the text. */
+    assert_true(ext1 > 2 * big);
+    assert_int_equal(ext2, ext1);
+    assert_true(strlen(want) - ext1 < 200);
+    nsrv_kv_destroy(&copy);
+    nsrv_kv_destroy(&kv);
+    free(want);
+    free(first);
+    free(again);
+    free(plain);
+    free(esc);
+}
+
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_clone_is_a_frozen_copy),
+               cmocka_unit_test(test_rope_encoding_is_the_file_text),
                cmocka_unit_test(test_deferred_table_never_writes_its_file))

@@ -55,8 +55,12 @@ static int hook(const char *tmp) {
     return mode == 2 ? -EIO : 0;
 }
 
-static void encode_text(void *data, nsrv_buf_t *out) {
-    nsrv_buf_append_c(out, data);
+/* "v" from the rope's own text, the number by reference into the snapshot: the file is
+ * the pieces in order, and the snapshot outlives the write. */
+static void encode_text(void *data, nsrv_rope_t *out) {
+    const char *text = data;
+    nsrv_buf_append_ch(&out->own, text[0]);
+    nsrv_rope_ref(out, text + 1, strlen(text + 1));
 }
 
 static nsrv_wsnap_t snap_model(void *ud) {
