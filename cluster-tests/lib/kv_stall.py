@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
 """KV-write stall benchmark: do durable KV writes on one connection delay everyone else?
 
-One writer process stores a big value (default 4 MiB) with PUT_KV_CONFIG, then pipelines
-small PUT_KV_CONFIG requests on the same connection (default 1000 entries in all) and waits
-for every reply. Meanwhile reader processes, each on its own connection, send
-GET_ROUTEINFO_BY_TOPIC one at a time on a fixed schedule (one every 2 ms) and time every
-round trip from the moment it was due, so a query that could not even be sent because the
-previous one was stalled counts as stalled too (no coordinated omission). The readers are
-separate processes, so the writer's client-side work never delays their clocks.
+Issue 9 §1's target: while one client writes 1000 KV entries including a 4 MiB value, route
+queries on other connections keep p99 <= 5 ms.
 
-Prints one JSON line: percentiles in ms (p50, p99, max, count) of the route queries that fell
-due while the writer was at work, the same for the half second before it started (the noise
-floor of the machine), and the writer's duration and reply codes. With --nsrvd the script starts its own nsrvd in a temp
-directory; with --addr it measures a running NameServer (which then stores the entries).
+Default (rounds) mode: nsrv-bench (src/tools/bench.c, C) sends GET_ROUTEINFO_BY_TOPIC on two
+connections at a fixed rate (open loop, 2000 a second) and records each query's latency from
+the moment it was due (no coordinated omission; a C prober, so the interpreter's jitter is not
+in the figure). Meanwhile a writer connection runs --rounds rounds (default 10), each one
+PUT_KV_CONFIG of the 4 MiB value followed by 999 small ones, all pipelined, and waits for every
+reply; rounds are --gap seconds apart. The queries that fell due while a round ran are pooled
+over all rounds and give p50 / p99 / p99.9 / max and their count; the queries that fell due
+well clear of any round (before, between, after) give the same figures as the noise floor,
+measured the same way in the same run. With --nsrvd the script starts its own nsrvd (with a
+status port) and also reports the durable writer's commits and CPU time per commit. Prints one
+JSON line, then one verdict line (exit status 0: PASS, 1: MISS).
 
     cluster-tests/lib/kv_stall.py --nsrvd build/src/nsrvd
-    cluster-tests/lib/kv_stall.py --addr 127.0.0.1:9876 --entries 1000 --big-mib 4
+    cluster-tests/lib/kv_stall.py --addr 127.0.0.1:9876 --bench build/src/tools/nsrv-bench
 
-The node test cluster-tests/node/test_persist_stall.py runs measure() with a bound.
+Single-round mode (--python-readers, the original benchmark): two Python reader processes
+query every 2 ms each, one query in flight, and one round is written; ~110 queries fall due
+in its ~0.1 s, so its p99 is the slowest one or two. cluster-tests/node/test_persist.py runs
+measure() (this mode) with a bound, as it needs nothing but Python.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -140,31 +148,190 @@ def measure(host: str, port: int, *, entries: int = 1000, big_mib: float = 4.0, 
     }
 
 
+# Rounds mode: the C prober's rate over its connections, and how far from a round a query
+# must fall due to count as noise floor (clear of the round's first bytes and last replies).
+BENCH_RATE = 2000
+BENCH_CONNS = 2
+CLEAR_OF_ROUND_S = 0.1
+DEFAULT_BENCH = Path(__file__).resolve().parents[2] / "build" / "src" / "tools" / "nsrv-bench"
+TARGET_P99_MS = 5.0
+
+
+def _figures(sorted_ms: List[float]) -> dict:
+    return {
+        "count": len(sorted_ms),
+        "p50_ms": round(_percentile(sorted_ms, 0.50), 3),
+        "p99_ms": round(_percentile(sorted_ms, 0.99), 3),
+        "p999_ms": round(_percentile(sorted_ms, 0.999), 3),
+        "max_ms": round(sorted_ms[-1], 3) if sorted_ms else None,
+    }
+
+
+def _round_requests(c: Connection, entries: int, value: str) -> list:
+    big = c.build(RequestCode.PUT_KV_CONFIG, {"namespace": "KV_STALL", "key": "big", "value": value})
+    return [big] + [
+        c.build(RequestCode.PUT_KV_CONFIG, {"namespace": "KV_STALL", "key": f"k{i}", "value": f"v{i}"})
+        for i in range(1, entries)
+    ]
+
+
+def _wait_for_lines(path: Path, proc: subprocess.Popen, deadline_s: float) -> None:
+    """Polls until the prober has recorded its first replies (it is connected and answering)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"nsrv-bench exited with {proc.returncode}: {proc.stderr.read()}")
+        if path.exists() and path.stat().st_size > 0:
+            return
+        time.sleep(0.02)
+    raise RuntimeError("nsrv-bench recorded no reply in time")
+
+
+def measure_rounds(host: str, port: int, bench: str, *, rounds: int = 10, entries: int = 1000,
+                   big_mib: float = 4.0, gap_s: float = 0.3, idle_s: float = 1.0,
+                   rate: int = BENCH_RATE, conns: int = BENCH_CONNS) -> dict:
+    """Rounds mode (see the module doc); returns the figures."""
+    windows: List[tuple] = []
+    codes: Dict[int, int] = {}
+    with tempfile.TemporaryDirectory(prefix="kv-stall-rec-") as d:
+        rec = Path(d) / "latencies.txt"
+        probe = subprocess.Popen(
+            [bench, "-a", f"{host}:{port}", "-c", str(conns), "-r", str(rate), "-s", "3600", "-w", "0",
+             "-t", PROBE_TOPIC, "-o", str(rec)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait_for_lines(rec, probe, 30.0)
+            started = time.monotonic_ns()
+            value = "x" * int(big_mib * (1 << 20))
+            with Connection(host, port, timeout=600.0) as c:
+                time.sleep(idle_s)  # noise floor before the first round
+                for r in range(rounds):
+                    reqs = _round_requests(c, entries, value)  # built before the clock starts
+                    t0 = time.monotonic_ns()
+                    got = c.pipeline(reqs, timeout=600.0)
+                    windows.append((t0, time.monotonic_ns()))
+                    for x in got.values():
+                        codes[x.code] = codes.get(x.code, 0) + 1
+                    time.sleep(gap_s)
+                time.sleep(idle_s - gap_s if idle_s > gap_s else 0.0)
+        finally:
+            probe.send_signal(signal.SIGTERM)
+            out, err = probe.communicate(timeout=60)
+        if probe.returncode not in (0, 1):
+            raise RuntimeError(f"nsrv-bench failed ({probe.returncode}): {err}")
+        summary = json.loads(out.strip().splitlines()[-1])
+        during: List[float] = []
+        idle: List[float] = []
+        per_round: List[List[float]] = [[] for _ in windows]
+        clear = int(CLEAR_OF_ROUND_S * 1e9)
+        with open(rec, encoding="ascii") as f:
+            for line in f:
+                due_s, lat_s = line.split()
+                due, ms = int(due_s), int(lat_s) / 1e6
+                if due < started:
+                    continue  # connecting, first replies
+                for i, (t0, t1) in enumerate(windows):
+                    if t0 <= due <= t1:
+                        during.append(ms)
+                        per_round[i].append(ms)
+                        break
+                else:
+                    if all(due < t0 - clear or due > t1 + clear for t0, t1 in windows):
+                        idle.append(ms)
+    during.sort()
+    idle.sort()
+    return {
+        "mode": "rounds",
+        "rounds": rounds,
+        "entries": entries,
+        "big_mib": big_mib,
+        "probe_rate": rate,
+        "probe_conns": conns,
+        "route": _figures(during),
+        "idle": _figures(idle),
+        "round_max_ms": [round(max(x), 2) if x else None for x in per_round],
+        "round_s": [round((t1 - t0) / 1e9, 3) for t0, t1 in windows],
+        "probe_errors": summary.get("errors"),
+        "writer_codes": codes,
+    }
+
+
+def verdict(res: dict) -> str:
+    """One line: the figure against the issue's target."""
+    if res.get("mode") == "rounds":
+        r, i = res["route"], res["idle"]
+        ok = (r["count"] > 0 and r["p99_ms"] <= TARGET_P99_MS and res["probe_errors"] == 0
+              and res["writer_codes"] == {0: res["rounds"] * res["entries"]})
+        cost = (f"; writer {res['commits']} commits, {res['commit_cpu_ms']} ms CPU each"
+                if res.get("commits") else "")
+        return (f"kv_stall: {'PASS' if ok else 'MISS'} route p99 {r['p99_ms']} ms (target <= {TARGET_P99_MS}) "
+                f"over {r['count']} queries due during {res['rounds']} rounds of {res['entries']} puts "
+                f"with {res['big_mib']:g} MiB; p50 {r['p50_ms']} p99.9 {r['p999_ms']} max {r['max_ms']} ms; "
+                f"noise floor p99 {i['p99_ms']} max {i['max_ms']} ms over {i['count']}{cost}")
+    ok = res["route_queries"] > 0 and res["route_p99_ms"] <= TARGET_P99_MS and res["route_errors"] == 0
+    return (f"kv_stall (single round, Python readers): {'PASS' if ok else 'MISS'} route p99 "
+            f"{res['route_p99_ms']} ms (target <= {TARGET_P99_MS}) over {res['route_queries']} queries; "
+            f"noise floor p99 {res['idle_p99_ms']} ms")
+
+
+def writer_cost(status_port: int) -> dict:
+    """The durable writer's commits and their CPU time, from the server's /metrics."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{status_port}/metrics", timeout=10) as r:
+        m = {k: float(v) for k, v in (ln.split(" ", 1) for ln in r.read().decode().splitlines()
+                                      if ln and not ln.startswith("#") and "{" not in ln)}
+    writes = m.get("nsrvd_durable_writes_total", 0.0)
+    cpu = m.get("nsrvd_durable_writer_cpu_seconds_total")
+    return {
+        "commits": int(writes),
+        "commit_cpu_ms": round(cpu * 1000.0 / writes, 3) if cpu is not None and writes else None,
+        "commit_cpu_max_ms": round(m.get("nsrvd_durable_writer_cpu_seconds_max", 0.0) * 1000.0, 3),
+    }
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--addr", help="HOST:PORT of a running NameServer")
     g.add_argument("--nsrvd", help="path to an nsrvd binary to start in a temp directory")
-    ap.add_argument("--entries", type=int, default=1000, help="KV entries written, the big one included")
+    ap.add_argument("--entries", type=int, default=1000, help="KV entries written per round, the big one included")
     ap.add_argument("--big-mib", type=float, default=4.0, help="size of the big value in MiB")
-    ap.add_argument("--readers", type=int, default=2, help="route-query connections")
-    ap.add_argument("--window", type=int, default=1000, help="PUTs the writer keeps in flight")
+    ap.add_argument("--rounds", type=int, default=10, help="writer rounds (rounds mode)")
+    ap.add_argument("--gap", type=float, default=0.3, help="seconds between rounds (rounds mode)")
+    ap.add_argument("--bench", default=str(DEFAULT_BENCH), help="the nsrv-bench binary (rounds mode)")
+    ap.add_argument("--python-readers", action="store_true",
+                    help="the original single-round mode with Python readers (no nsrv-bench)")
+    ap.add_argument("--readers", type=int, default=2, help="route-query processes (--python-readers)")
+    ap.add_argument("--window", type=int, default=1000, help="PUTs the writer keeps in flight (--python-readers)")
     a = ap.parse_args(argv)
+
+    def run(host: str, port: int) -> dict:
+        if a.python_readers:
+            return measure(host, port, entries=a.entries, big_mib=a.big_mib, readers=a.readers, window=a.window)
+        return measure_rounds(host, port, a.bench, rounds=a.rounds, entries=a.entries, big_mib=a.big_mib,
+                              gap_s=a.gap)
+
     if a.addr:
         host, port = a.addr.rsplit(":", 1)
-        res = measure(host, int(port), entries=a.entries, big_mib=a.big_mib, readers=a.readers, window=a.window)
+        res = run(host, int(port))
     else:
-        from nsrvd_proc import NsrvdProcess
+        from nsrvd_proc import NsrvdProcess, free_port
 
         with tempfile.TemporaryDirectory(prefix="kv-stall-") as d:
-            srv = NsrvdProcess(str(Path(a.nsrvd).resolve()), Path(d)).start()
+            status = free_port()
+            srv = NsrvdProcess(str(Path(a.nsrvd).resolve()), Path(d),
+                               {"statusPort": status, "statusAddress": "127.0.0.1"}).start()
             try:
-                res = measure("127.0.0.1", srv.port, entries=a.entries, big_mib=a.big_mib, readers=a.readers,
-                              window=a.window)
+                res = run("127.0.0.1", srv.port)
+                res.update(writer_cost(status))
             finally:
                 srv.terminate(timeout=120.0)
+    res["load_avg_1m"] = round(os.getloadavg()[0], 2)
     print(json.dumps(res))
-    return 0
+    line = verdict(res)
+    print(line)
+    return 0 if " PASS " in line else 1
 
 
 if __name__ == "__main__":

@@ -13,12 +13,18 @@
  * (--shared) or the -t names. The first -w seconds warm up and are not counted.
  * Prints one JSON line: requests, errors, qps, mean reply bytes, latency
  * percentiles in µs. Loopback or test-network targets only; bounded by -s.
+ * SIGTERM or SIGINT ends the run early, and the figures are printed as usual
+ * (a driver such as cluster-tests/lib/kv_stall.py stops it when its work is
+ * done). -o FILE records every counted reply as a line "DUE_NS LATENCY_NS"
+ * (CLOCK_MONOTONIC, the clock of Python's time.monotonic_ns), so a driver can
+ * pool the requests that fell due while something else was happening.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +67,7 @@ typedef struct {
     int64_t rate; /* 0 = closed loop */
     const char *names[MAX_NAMES];
     int n_names, sim_brokers, sim_topics, shared;
+    const char *record_path; /* -o: one line per counted reply */
 } bench_opts_t;
 
 typedef struct {
@@ -72,7 +79,16 @@ typedef struct {
     nsrv_bsim_hist_t hist;
     uint64_t count_from_ns, end_ns;
     uint64_t done, errors, not_found, reply_bytes;
+    FILE *record;
 } bench_t;
+
+/* Set by SIGTERM/SIGINT: the run ends at the next wake-up (at most 100 ms). */
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
 
 static uint64_t now_ns(void) {
     struct timespec ts;
@@ -101,7 +117,7 @@ static bool arg_int(const char *v, int *out) {
 
 static void usage(void) {
     fprintf(stderr, "usage: nsrv-bench -a HOST:PORT [-c CONNS] [-d DEPTH | -r RATE] [-s SECONDS] "
-                    "[-w WARMUP_SECONDS] [-v VERSION]\n"
+                    "[-w WARMUP_SECONDS] [-v VERSION] [-o RECORD_FILE]\n"
                     "                  (-t TOPIC... | --brokers N --topics M | --shared S)\n");
 }
 
@@ -138,6 +154,8 @@ static bool parse_opts(int argc, char **argv, bench_opts_t *o) {
             o->addr = v;
         else if (!strcmp(a, "-r"))
             ok = nsrv_parse_int(v, strlen(v), 1, 10000000, &o->rate);
+        else if (!strcmp(a, "-o"))
+            o->record_path = v;
         else if (!strcmp(a, "-t") && o->n_names < MAX_NAMES)
             o->names[o->n_names++] = v;
         else
@@ -233,6 +251,8 @@ static int on_readable(bench_t *b, bench_conn_t *c) {
             b->not_found += !bad && resp.code == NSRV_RESP_TOPIC_NOT_EXIST;
             uint64_t due = c->due_ns[(uint32_t)resp.opaque % SLOTS];
             nsrv__bsim_hist_add(&b->hist, t > due ? (t - due) / 1000u : 0);
+            if (b->record)
+                fprintf(b->record, "%" PRIu64 " %" PRIu64 "\n", due, t > due ? t - due : 0);
             b->done++;
             b->reply_bytes += flen;
         }
@@ -276,7 +296,7 @@ static int run(bench_t *b) {
     }
     struct epoll_event evs[256];
     uint64_t next_due = start;
-    for (uint64_t now = start; now < b->end_ns; now = now_ns()) {
+    for (uint64_t now = start; now < b->end_ns && !stop_requested; now = now_ns()) {
         struct timespec wait = {0, 100 * 1000 * 1000};
         if (b->o.rate) {
             next_due = send_due(b, start, &k, now);
@@ -293,6 +313,10 @@ static int run(bench_t *b) {
         }
     }
     close(ep);
+    /* Stopped early: the figures cover the time that ran (at least 1 ms past the warm-up). */
+    uint64_t now = now_ns();
+    if (stop_requested && now < b->end_ns)
+        b->end_ns = now > b->count_from_ns + 1000000u ? now : b->count_from_ns + 1000000u;
     return 0;
 }
 
@@ -302,6 +326,14 @@ int main(int argc, char **argv) {
         usage();
         return 2;
     }
+    if (b.o.record_path && !(b.record = fopen(b.o.record_path, "w"))) {
+        fprintf(stderr, "nsrv-bench: %s: %s\n", b.o.record_path, strerror(errno));
+        return 2;
+    }
+    /* No SA_RESTART: the signal cuts the epoll wait short. */
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
     encode_requests(&b);
     nsrv_arena_init(&b.arena, 16 * 1024);
     if (run(&b) != 0) {
@@ -326,5 +358,9 @@ int main(int argc, char **argv) {
     nsrv_free(b.reqs);
     nsrv_free(b.cs);
     nsrv_arena_deinit(&b.arena);
+    if (b.record && fclose(b.record) != 0) {
+        fprintf(stderr, "nsrv-bench: %s: %s\n", b.o.record_path, strerror(errno));
+        return 1;
+    }
     return b.errors ? 1 : 0;
 }
