@@ -256,6 +256,30 @@ def measure_rounds(host: str, port: int, bench: str, *, rounds: int = 10, entrie
     }
 
 
+def commit_cost(host: str, port: int, status_port: int, commits: int, big_mib: float) -> dict:
+    """Writer CPU per group commit with the big value in the table: one PUT_KV_CONFIG of it, then
+    `commits` small ones, each awaited, so each is a commit of its own (--commit-cost)."""
+    with Connection(host, port, timeout=600.0) as c:
+        r = c.request(RequestCode.PUT_KV_CONFIG,
+                      {"namespace": "KV_STALL", "key": "big", "value": "x" * int(big_mib * (1 << 20))})
+        assert r.code == 0, r
+        before = writer_cost(status_port, raw=True)
+        t0 = time.monotonic()
+        for i in range(commits):
+            r = c.request(RequestCode.PUT_KV_CONFIG, {"namespace": "KV_STALL", "key": f"k{i}", "value": f"v{i}"})
+            assert r.code == 0, r
+        wall = time.monotonic() - t0
+        after = writer_cost(status_port, raw=True)
+    n = after["writes"] - before["writes"]
+    return {
+        "mode": "commit-cost",
+        "big_mib": big_mib,
+        "commits": int(n),
+        "commit_cpu_ms": round((after["cpu"] - before["cpu"]) * 1000.0 / n, 3) if n else None,
+        "commit_wall_ms": round(wall * 1000.0 / commits, 3),
+    }
+
+
 def verdict(res: dict) -> str:
     """One line: the figure against the issue's target."""
     if res.get("mode") == "rounds":
@@ -274,7 +298,7 @@ def verdict(res: dict) -> str:
             f"noise floor p99 {res['idle_p99_ms']} ms")
 
 
-def writer_cost(status_port: int) -> dict:
+def writer_cost(status_port: int, raw: bool = False) -> dict:
     """The durable writer's commits and their CPU time, from the server's /metrics."""
     import urllib.request
 
@@ -283,6 +307,8 @@ def writer_cost(status_port: int) -> dict:
                                       if ln and not ln.startswith("#") and "{" not in ln)}
     writes = m.get("nsrvd_durable_writes_total", 0.0)
     cpu = m.get("nsrvd_durable_writer_cpu_seconds_total")
+    if raw:
+        return {"writes": writes, "cpu": cpu or 0.0}
     return {
         "commits": int(writes),
         "commit_cpu_ms": round(cpu * 1000.0 / writes, 3) if cpu is not None and writes else None,
@@ -300,6 +326,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--rounds", type=int, default=10, help="writer rounds (rounds mode)")
     ap.add_argument("--gap", type=float, default=0.3, help="seconds between rounds (rounds mode)")
     ap.add_argument("--bench", default=str(DEFAULT_BENCH), help="the nsrv-bench binary (rounds mode)")
+    ap.add_argument("--commit-cost", type=int, metavar="N", default=0,
+                    help="instead: writer CPU per commit over N awaited small puts beside the big value "
+                         "(needs --nsrvd)")
     ap.add_argument("--python-readers", action="store_true",
                     help="the original single-round mode with Python readers (no nsrv-bench)")
     ap.add_argument("--readers", type=int, default=2, help="route-query processes (--python-readers)")
@@ -323,6 +352,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             srv = NsrvdProcess(str(Path(a.nsrvd).resolve()), Path(d),
                                {"statusPort": status, "statusAddress": "127.0.0.1"}).start()
             try:
+                if a.commit_cost:
+                    res = commit_cost("127.0.0.1", srv.port, status, a.commit_cost, a.big_mib)
+                    res["load_avg_1m"] = round(os.getloadavg()[0], 2)
+                    print(json.dumps(res))
+                    return 0
                 res = run("127.0.0.1", srv.port)
                 res.update(writer_cost(status))
             finally:
