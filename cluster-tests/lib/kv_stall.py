@@ -223,6 +223,7 @@ def measure_rounds(host: str, port: int, bench: str, *, rounds: int = 10, entrie
         during: List[float] = []
         idle: List[float] = []
         per_round: List[List[float]] = [[] for _ in windows]
+        slow: List[tuple] = []  # (latency, ms into its round): where in a round the stalls fall
         clear = int(CLEAR_OF_ROUND_S * 1e9)
         with open(rec, encoding="ascii") as f:
             for line in f:
@@ -234,6 +235,7 @@ def measure_rounds(host: str, port: int, bench: str, *, rounds: int = 10, entrie
                     if t0 <= due <= t1:
                         during.append(ms)
                         per_round[i].append(ms)
+                        slow.append((ms, (due - t0) / 1e6))
                         break
                 else:
                     if all(due < t0 - clear or due > t1 + clear for t0, t1 in windows):
@@ -251,6 +253,7 @@ def measure_rounds(host: str, port: int, bench: str, *, rounds: int = 10, entrie
         "idle": _figures(idle),
         "round_max_ms": [round(max(x), 2) if x else None for x in per_round],
         "round_s": [round((t1 - t0) / 1e9, 3) for t0, t1 in windows],
+        "slowest_at_ms": [[round(ms, 2), round(at, 1)] for ms, at in sorted(slow, reverse=True)[:12]],
         "probe_errors": summary.get("errors"),
         "writer_codes": codes,
     }
