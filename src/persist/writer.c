@@ -8,6 +8,10 @@
  * run_job. They share only the two job lists and the stop flag, under mu;
  * a job belongs to the writer thread from the moment it is queued until it
  * is on the done list, and its file's path and keep_bak never change.
+ *
+ * A done write's callbacks (the replies to its requests) run in slices of
+ * REPORT_BUDGET per loop turn, so answering a big group commit never holds
+ * the loop for long.
  */
 #include "nsrv/writer.h"
 
@@ -21,7 +25,15 @@ typedef struct waiter {
     struct waiter *next;
     nsrv_wdone_fn_t done;
     void *ud;
+    int rc; /* the outcome, once its write is done */
 } waiter_t;
+
+/*
+ * Callbacks run per loop turn at most: a group commit of 1000 pipelined
+ * writes answers 1000 requests, about 1 ms of reply encoding; in slices of
+ * this many, route queries of other clients are answered between them.
+ */
+#define REPORT_BUDGET 128
 
 /* A FIFO of waiters; callbacks run in request order. */
 typedef struct {
@@ -58,8 +70,10 @@ typedef struct {
 
 struct nsrv_writer {
     uv_loop_t *loop;
-    uv_async_t async; /* writer thread -> loop: jobs are done */
-    uv_idle_t kick;   /* next loop turn: start writes of dirty files */
+    uv_async_t async;      /* writer thread -> loop: jobs are done */
+    uv_idle_t kick;        /* next loop turn: start writes of dirty files */
+    uv_idle_t report_turn; /* next loop turn: more callbacks of done writes */
+    waiters_t report;      /* done writes' requests, in order, callbacks not yet run */
     uv_thread_t thread;
     uv_mutex_t mu;
     uv_cond_t cv;
@@ -188,16 +202,42 @@ static void finish_job(nsrv_writer_t *w, job_t *j) {
     w->cpu_ns += j->cpu_ns;
     if (j->cpu_ns > w->cpu_max_ns)
         w->cpu_max_ns = j->cpu_ns;
-    for (waiter_t *x = j->waiters.head, *next; x; x = next) {
-        next = x->next;
-        if (x->done)
-            x->done(x->ud, j->rc);
-        nsrv_free(x);
+    /* Queued behind earlier writes' requests: callbacks stay in request order. */
+    for (waiter_t *x = j->waiters.head; x; x = x->next)
+        x->rc = j->rc;
+    if (j->waiters.head) {
+        *w->report.tail = j->waiters.head;
+        w->report.tail = j->waiters.tail;
+        w->report.n += j->waiters.n;
     }
     nsrv_free(j);
     /* What arrived during this write goes out now, as one write. */
     if (f->dirty && !f->busy)
         start_job(f);
+}
+
+static void report_turn_cb(uv_idle_t *h);
+
+/* Runs up to REPORT_BUDGET callbacks; the rest in the next loop turns. */
+static void report_some(nsrv_writer_t *w) {
+    for (int k = 0; k < REPORT_BUDGET && w->report.head; k++) {
+        waiter_t *x = w->report.head;
+        w->report.head = x->next;
+        if (!w->report.head)
+            w->report.tail = &w->report.head;
+        w->report.n--;
+        if (x->done)
+            x->done(x->ud, x->rc);
+        nsrv_free(x);
+    }
+    if (w->report.head)
+        uv_idle_start(&w->report_turn, report_turn_cb);
+    else
+        uv_idle_stop(&w->report_turn);
+}
+
+static void report_turn_cb(uv_idle_t *h) {
+    report_some(h->data);
 }
 
 static void async_cb(uv_async_t *h) {
@@ -209,6 +249,7 @@ static void async_cb(uv_async_t *h) {
         next = j->next;
         finish_job(w, j);
     }
+    report_some(w);
 }
 
 nsrv_writer_t *nsrv_writer_create(uv_loop_t *loop) {
@@ -223,7 +264,10 @@ nsrv_writer_t *nsrv_writer_create(uv_loop_t *loop) {
     uv_unref((uv_handle_t *)&w->async);
     uv_idle_init(loop, &w->kick);
     w->kick.data = w;
-    w->open_handles = 2;
+    uv_idle_init(loop, &w->report_turn);
+    w->report_turn.data = w;
+    waiters_init(&w->report);
+    w->open_handles = 3;
     NSRV_REQUIRE(uv_thread_create(&w->thread, writer_main, w) == 0);
     return w;
 }
@@ -255,6 +299,8 @@ void nsrv_writer_request(nsrv_wfile_t *f, nsrv_wdone_fn_t done, void *done_ud) {
 }
 
 bool nsrv_writer_idle(const nsrv_writer_t *w) {
+    if (w->report.head)
+        return false;
     for (const nsrv_wfile_t *f = w->files; f; f = f->next) {
         if (f->dirty || f->busy)
             return false;
@@ -317,6 +363,7 @@ void nsrv_writer_destroy(nsrv_writer_t **wp) {
     uv_thread_join(&w->thread);
     free_jobs(jobs_take_all(&w->todo));
     free_jobs(jobs_take_all(&w->done));
+    free_waiters(&w->report);
     for (nsrv_wfile_t *f = w->files, *next; f; f = next) {
         next = f->next;
         free_waiters(&f->pending);
@@ -327,4 +374,5 @@ void nsrv_writer_destroy(nsrv_writer_t **wp) {
     uv_cond_destroy(&w->cv);
     uv_close((uv_handle_t *)&w->async, handle_closed);
     uv_close((uv_handle_t *)&w->kick, handle_closed);
+    uv_close((uv_handle_t *)&w->report_turn, handle_closed);
 }

@@ -307,6 +307,55 @@ static void test_request_without_callback_is_still_written(void **state) {
 }
 
 /* A loop with only an idle writer has nothing to wait for: uv_run returns. */
+/* Counts loop turns (a prepare handle runs once per turn). */
+static void count_turn(uv_prepare_t *h) {
+    (*(int *)h->data)++;
+}
+
+typedef struct {
+    int *turn;
+    int *next_id; /* callbacks must come in request order */
+    int id, seen_turn;
+} sliced_t;
+
+static void on_sliced(void *ud, int rc) {
+    sliced_t *r = ud;
+    assert_int_equal(rc, 0);
+    assert_int_equal(*r->next_id, r->id);
+    (*r->next_id)++;
+    r->seen_turn = *r->turn;
+}
+
+/* One write carrying 1000 requests answers them in order, a bounded slice per loop turn,
+ * so the loop serves others in between; the writer is not idle until the last one ran. */
+static void test_a_big_commit_answers_in_slices(void **state) {
+    fixture_t *f = *state;
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
+    int turn = 0, next_id = 0;
+    uv_prepare_t prep;
+    uv_prepare_init(&f->loop, &prep);
+    prep.data = &turn;
+    uv_prepare_start(&prep, count_turn);
+    uv_unref((uv_handle_t *)&prep);
+    enum { N = 1000 };
+    static sliced_t reqs[N];
+    f->model.version = 7;
+    for (int i = 0; i < N; i++) {
+        reqs[i] = (sliced_t){&turn, &next_id, i, -1};
+        nsrv_writer_request(wf, on_sliced, &reqs[i]);
+    }
+    nsrv_writer_drain(f->w);
+    assert_true(nsrv_writer_idle(f->w));
+    assert_int_equal(next_id, N);
+    assert_int_equal(f->model.snapshots, 1);
+    nsrv_test_assert_file(f->path, "v7");
+    int turns = reqs[N - 1].seen_turn - reqs[0].seen_turn + 1;
+    assert_true(turns >= 4);     /* not all in one turn */
+    assert_true(turns <= N / 8); /* and not one per turn */
+    uv_close((uv_handle_t *)&prep, NULL);
+    uv_run(&f->loop, UV_RUN_NOWAIT); /* the close completes while prep is in scope */
+}
+
 static void test_idle_writer_keeps_no_loop_alive(void **state) {
     fixture_t *f = *state;
     nsrv_writer_add_file(f->w, f->path, false, snap_model, &f->model);
@@ -314,6 +363,7 @@ static void test_idle_writer_keeps_no_loop_alive(void **state) {
 }
 
 NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_burst_during_a_write_is_one_more_write),
+               NSRV_FIXTURE_TEST(test_a_big_commit_answers_in_slices),
                NSRV_FIXTURE_TEST(test_requests_in_one_loop_turn_share_a_write),
                NSRV_FIXTURE_TEST(test_no_callback_before_the_data_is_on_disk),
                NSRV_FIXTURE_TEST(test_failure_reaches_every_request_of_the_write),
