@@ -21,10 +21,15 @@ static uint64_t deadline(const rt_live_t *l) {
 }
 
 static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, char *why, size_t why_len) {
+    if (!t->cache)
+        return 0;
     for (int m = 0; m < 2; m++) {
-        const rt_cache_t *c = &t->cache[m];
-        if (!c->valid)
+        const rt_cache_t *c = &t->cache->mode[m];
+        if (!c->valid) {
+            if (c->body || c->order_conf)
+                FAIL("invalid cache of topic '%s' mode %d still holds memory", t->name, m);
             continue;
+        }
         nsrv_buf_t fresh = NSRV_BUF_INIT;
         int rc = nsrv__route_encode_route(rt, t, (nsrv_route_json_t)m, c->order_conf, NULL, &fresh);
         bool same = rc == 0 && fresh.len == c->body->len &&
@@ -36,17 +41,58 @@ static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, char *why, s
     return 0;
 }
 
-static int check_topics(const nsrv_route_t *rt, char *why, size_t why_len) {
-    if (rt->topic_index.n != HASH_COUNT(rt->topics))
-        FAIL("topic index holds %zu topics, the table %u", rt->topic_index.n,
-             (unsigned)HASH_COUNT(rt->topics));
-    for (const rt_topic_t *t = rt->topics; t; t = t->hh.next) {
+/* The order array, its tombstones and the index agree (topic_index.h). */
+static int check_index(const nsrv_route_t *rt, char *why, size_t why_len) {
+    const rt_topic_index_t *ix = &rt->topic_index;
+    size_t live = 0, used = 0;
+    for (uint32_t i = 0; i < ix->n_order; i++) {
+        const rt_topic_t *t = ix->order[i];
+        if (!t)
+            continue;
+        live++;
+        if (t->pos != i)
+            FAIL("topic '%s' at position %u says %u", t->name, (unsigned)i, (unsigned)t->pos);
+    }
+    if (ix->n_order && !ix->order[ix->n_order - 1])
+        FAIL("the topic order ends in a tombstone");
+    if (live != ix->n || ix->n_order > ix->cap_order)
+        FAIL("topic order holds %zu topics in %u of %u, the index counts %zu", live,
+             (unsigned)ix->n_order, (unsigned)ix->cap_order, ix->n);
+    for (size_t i = 0; i < ix->cap; i++) {
+        const rt_tslot_t *s = &ix->slots[i];
+        if (!s->hash)
+            continue;
+        used++;
+        if (s->pos >= ix->n_order || !ix->order[s->pos])
+            FAIL("index slot %zu names position %u, which holds no topic", i, (unsigned)s->pos);
+        if (nsrv__tindex_hash(ix->order[s->pos]->name) != s->hash)
+            FAIL("index slot of '%s' has a wrong hash", ix->order[s->pos]->name);
+    }
+    if (used != ix->n || (ix->cap && ix->n * 2 > ix->cap))
+        FAIL("index holds %zu slots for %zu topics in %zu", used, ix->n, ix->cap);
+    return 0;
+}
+
+/* Counts into *n_qds the QueueData of every topic. */
+static int check_topics(const nsrv_route_t *rt, size_t *n_qds, char *why, size_t why_len) {
+    *n_qds = 0;
+    int rc = check_index(rt, why, why_len);
+    if (rc)
+        return rc;
+    for (uint32_t k = 0; k < rt->topic_index.n_order; k++) {
+        const rt_topic_t *t = rt->topic_index.order[k];
+        if (!t)
+            continue;
         if (nsrv__route_topic_find(rt, t->name) != t)
             FAIL("topic '%s' not found through the index", t->name);
         if (t->n_qds == 0)
             FAIL("topic '%s' without queue data", t->name);
+        if ((t->n_qds == 1) != (t->more == NULL))
+            FAIL("topic '%s' with %u queue data has%s an array", t->name, (unsigned)t->n_qds,
+                 t->more ? "" : " no");
+        *n_qds += t->n_qds;
         for (size_t i = 0; i < t->n_qds; i++) {
-            const rt_qd_t *qd = t->qds[i];
+            const rt_qd_t *qd = nsrv__route_qd_at(t, i);
             if (qd->topic != t)
                 FAIL("qd of '%s' points elsewhere", t->name);
             if (nsrv__route_bname_find(rt, qd->bname->name) != qd->bname)
@@ -55,23 +101,22 @@ static int check_topics(const nsrv_route_t *rt, char *why, size_t why_len) {
                 FAIL("topic '%s' has queue data of '%s' without BrokerData", t->name,
                      qd->bname->name);
             for (size_t j = 0; j < i; j++) {
-                if (t->qds[j]->bname == qd->bname)
+                if (nsrv__route_qd_at(t, j)->bname == qd->bname)
                     FAIL("topic '%s' has two qds for '%s'", t->name, qd->bname->name);
             }
-            const rt_qd_t *p = qd->bname->qd_head;
-            while (p && p != qd)
-                p = p->bnext;
-            if (!p)
-                FAIL("qd of '%s' missing from its broker's list", t->name);
         }
-        int rc = check_cache(rt, t, why, why_len);
+        rc = check_cache(rt, t, why, why_len);
         if (rc)
             return rc;
     }
     return 0;
 }
 
-static int check_bnames(const nsrv_route_t *rt, char *why, size_t why_len) {
+/* Each broker's list holds only its own QueueData, each in its topic; that the lists hold
+ * n_qds nodes in all then means every QueueData of every topic is in its broker's list
+ * (a topic has at most one per broker), without a walk of the list per QueueData. */
+static int check_bnames(const nsrv_route_t *rt, size_t n_qds, char *why, size_t why_len) {
+    size_t listed = 0;
     for (const rt_bname_t *b = rt->bnames; b; b = b->hh.next) {
         if (!b->present && !b->qd_head)
             FAIL("unreleased broker name '%s'", b->name);
@@ -86,14 +131,18 @@ static int check_bnames(const nsrv_route_t *rt, char *why, size_t why_len) {
             }
         }
         for (const rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext) {
+            if (++listed > n_qds)
+                FAIL("the broker lists hold more than the %zu queue data of the topics", n_qds);
             if (qd->bname != b)
                 FAIL("foreign qd in list of '%s'", b->name);
-            if (qd->bnext && qd->bnext->bprev != qd)
+            if ((qd->bnext && qd->bnext->bprev != qd) || (!qd->bprev && b->qd_head != qd))
                 FAIL("broken qd links of '%s'", b->name);
             if (nsrv__route_topic_qd(qd->topic, b) != qd)
                 FAIL("qd of '%s' not in its topic", b->name);
         }
     }
+    if (listed != n_qds)
+        FAIL("the broker lists hold %zu of the %zu queue data of the topics", listed, n_qds);
     for (const rt_cluster_t *c = rt->clusters; c; c = c->hh.next) {
         if (!c->names)
             FAIL("empty cluster '%s'", c->name);
@@ -132,9 +181,10 @@ static int check_live(const nsrv_route_t *rt, uint64_t now_ms, char *why, size_t
 }
 
 int nsrv__route_check(const nsrv_route_t *rt, uint64_t now_ms, char *why, size_t why_len) {
-    int rc = check_topics(rt, why, why_len);
+    size_t n_qds = 0;
+    int rc = check_topics(rt, &n_qds, why, why_len);
     if (!rc)
-        rc = check_bnames(rt, why, why_len);
+        rc = check_bnames(rt, n_qds, why, why_len);
     if (!rc)
         rc = check_live(rt, now_ms, why, why_len);
     return rc;

@@ -277,11 +277,11 @@ int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_r
     size_t nb = 0;
     /* Step 2: a copy of the BrokerData of each broker name that has one. */
     for (size_t i = 0; i < t->n_qds; i++) {
-        const rt_bname_t *b = t->qds[i]->bname;
+        const rt_bname_t *b = nsrv__route_qd_at(t, i)->bname;
         if (!b->present)
             continue;
         v[nb].b = b;
-        v[nb].qd = t->qds[i];
+        v[nb].qd = nsrv__route_qd_at(t, i);
         v[nb].rewrite = false;
         v[nb].keep = true;
         nb++;
@@ -314,10 +314,10 @@ int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_r
     nsrv_buf_append_c(out, ",\"queueDatas\":[");
     first = true;
     for (size_t i = 0; i < t->n_qds; i++) {
-        if (zone && !qd_kept(v, nb, t->qds[i]))
+        if (zone && !qd_kept(v, nb, nsrv__route_qd_at(t, i)))
             continue;
         nsrv_buf_append_sep(out, &first);
-        write_qd(out, t->qds[i], mode);
+        write_qd(out, nsrv__route_qd_at(t, i), mode);
     }
     nsrv_buf_append_ch(out, ']');
     const rt_mtopic_t *mt = nsrv__route_mapping_find(rt, t->name);

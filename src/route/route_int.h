@@ -6,9 +6,19 @@
  * BrokerData of that name (when `present`) and an intrusive list of every
  * QueueData that names it, so "all topics of broker X" (unregister cleanup,
  * wipe/add perm, cache invalidation) walks only X's queue data instead of the
- * whole topic table. Topics keep their QueueData pointers in insertion order,
- * which is the order routes and lists are written in (Java uses hash order;
+ * whole topic table. Topics keep their QueueData in insertion order, which is
+ * the order routes are written in, and the table keeps its topics in creation
+ * order (topic_index.h), the order of the topic lists (Java uses hash order;
  * clients sort).
+ *
+ * Memory (issue 12: a million topics must fit in tens of megabytes): a topic
+ * is one allocation holding its first QueueData and its name; more QueueData
+ * (a topic served by several broker groups) are separate nodes behind a
+ * pointer array, and the cached route bodies exist only for topics that were
+ * queried since their last change. The first QueueData moves inline when it
+ * is removed and the topic keeps others, so a node's address is stable only
+ * while its topic keeps its first entry: never hold a rt_qd_t pointer across
+ * a removal of another QueueData of the same topic.
  *
  * Cache invalidation. A topic's cached bodies depend on its QueueData, the
  * BrokerData of each broker name in it, filter servers of those addresses,
@@ -69,13 +79,24 @@ typedef struct {
     nsrv_rcbuf_t *body;
 } rt_cache_t;
 
+/* A topic's cached route bodies, indexed by nsrv_route_json_t. */
+typedef struct {
+    rt_cache_t mode[2];
+} rt_tcache_t;
+
 struct rt_topic {
-    char *name;
-    UT_hash_handle hh;
-    rt_qd_t **qds; /* never empty while the topic exists */
-    size_t n_qds, cap_qds;
-    rt_cache_t cache[2]; /* indexed by nsrv_route_json_t */
+    rt_qd_t qd0;        /* the first QueueData (a topic has at least one) */
+    rt_qd_t **more;     /* the others, in insertion order; NULL when n_qds == 1 */
+    rt_tcache_t *cache; /* NULL until queried, and again once invalidated */
+    uint32_t n_qds;
+    uint32_t pos; /* in rt->topic_index.order */
+    char name[];  /* in the same allocation: a lookup's compare touches no other memory */
 };
+
+/* The i-th QueueData of t, i < t->n_qds. */
+static inline rt_qd_t *nsrv__route_qd_at(const rt_topic_t *t, size_t i) {
+    return i == 0 ? (rt_qd_t *)&t->qd0 : t->more[i - 1];
+}
 
 typedef struct {
     char *name;
@@ -143,8 +164,7 @@ typedef struct {
 
 struct nsrv_route {
     nsrv_route_opts_t opts;
-    rt_topic_t *topics;
-    rt_topic_index_t topic_index; /* finds rt->topics by name (topic_index.h) */
+    rt_topic_index_t topic_index; /* every topic, in creation order, by name (topic_index.h) */
     rt_bname_t *bnames;
     rt_cluster_t *clusters;
     rt_live_t *live;

@@ -39,7 +39,9 @@ int nsrv_route_topic_route_shared(nsrv_route_t *rt, const char *topic, nsrv_rout
     }
     if (mode != NSRV_ROUTE_JSON_STANDARD)
         mode = NSRV_ROUTE_JSON_DEFAULT;
-    rt_cache_t *c = &t->cache[mode];
+    if (!t->cache)
+        t->cache = nsrv_calloc(1, sizeof *t->cache);
+    rt_cache_t *c = &t->cache->mode[mode];
     if (c->valid && nsrv__route_str_eq_null(c->order_conf, order_conf)) {
         rt->stats.route_cache_hits++;
     } else {
@@ -128,7 +130,7 @@ static void list_item(nsrv_buf_t *out, bool *first, const char *s) {
 
 static bool topic_matches(const rt_topic_t *t, nsrv_topic_filter_t f) {
     /* Java looks at the first QueueData of the topic's map. */
-    int32_t flag = t->qds[0]->topic_sys_flag;
+    int32_t flag = t->qd0.topic_sys_flag;
     bool unit = flag & NSRV_TOPIC_FLAG_UNIT, unit_sub = flag & NSRV_TOPIC_FLAG_UNIT_SUB;
     switch (f) {
     case NSRV_TOPICS_ALL:
@@ -148,8 +150,9 @@ void nsrv_route_topic_list(nsrv_route_t *rt, nsrv_topic_filter_t f, uint64_t now
     nsrv__route_expire_due(rt, now_ms, NULL);
     nsrv_buf_append_c(out, "{\"topicList\":[");
     bool first = true;
-    for (const rt_topic_t *t = rt->topics; t; t = t->hh.next) {
-        if (topic_matches(t, f))
+    for (uint32_t i = 0; i < rt->topic_index.n_order; i++) {
+        const rt_topic_t *t = rt->topic_index.order[i];
+        if (t && topic_matches(t, f))
             list_item(out, &first, t->name);
     }
     nsrv_buf_append_c(out, "]}");
@@ -178,9 +181,10 @@ void nsrv_route_topics_by_cluster(nsrv_route_t *rt, const char *cluster, uint64_
                 b->mark = mark;
         }
         bool first = true;
-        for (const rt_topic_t *t = rt->topics; t; t = t->hh.next) {
-            for (size_t i = 0; i < t->n_qds; i++) {
-                if (t->qds[i]->bname->mark == mark) {
+        for (uint32_t k = 0; k < rt->topic_index.n_order; k++) {
+            const rt_topic_t *t = rt->topic_index.order[k];
+            for (size_t i = 0; t && i < t->n_qds; i++) {
+                if (nsrv__route_qd_at(t, i)->bname->mark == mark) {
                     list_item(out, &first, t->name);
                     break;
                 }

@@ -29,10 +29,9 @@ static void cache_clear(rt_cache_t *c) {
 }
 
 static void topic_free(rt_topic_t *t) {
-    for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache); i++)
-        cache_clear(&t->cache[i]);
-    nsrv_free(t->qds);
-    nsrv_free(t); /* the name is stored with it */
+    nsrv__route_topic_invalidate(t);
+    nsrv_free(t->more);
+    nsrv_free(t); /* the first QueueData and the name are stored with it */
 }
 
 static void bname_clear_data(rt_bname_t *b) {
@@ -52,11 +51,12 @@ void nsrv_route_destroy(nsrv_route_t **prt) {
     if (!prt || !*prt)
         return;
     nsrv_route_t *rt = *prt;
-    rt_topic_t *t, *tt;
-    HASH_ITER(hh, rt->topics, t, tt) {
-        for (size_t i = 0; i < t->n_qds; i++)
-            nsrv_free(t->qds[i]);
-        HASH_DEL(rt->topics, t);
+    for (uint32_t i = 0; i < rt->topic_index.n_order; i++) {
+        rt_topic_t *t = rt->topic_index.order[i];
+        if (!t)
+            continue;
+        for (size_t j = 1; j < t->n_qds; j++)
+            nsrv_free(t->more[j - 1]);
         topic_free(t);
     }
     nsrv__tindex_free(&rt->topic_index);
@@ -191,35 +191,77 @@ rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name) {
 
 rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b) {
     for (size_t i = 0; i < t->n_qds; i++) {
-        if (t->qds[i]->bname == b)
-            return t->qds[i];
+        rt_qd_t *qd = nsrv__route_qd_at(t, i);
+        if (qd->bname == b)
+            return qd;
     }
     return NULL;
 }
 
 void nsrv__route_topic_invalidate(rt_topic_t *t) {
     /* Keep nothing: a topic that is not read again should not hold memory. */
-    for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache); i++) {
-        if (t->cache[i].valid || t->cache[i].body)
-            cache_clear(&t->cache[i]);
-    }
+    if (!t->cache)
+        return;
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache->mode); i++)
+        cache_clear(&t->cache->mode[i]);
+    nsrv_free(t->cache);
+    t->cache = NULL;
 }
 
 void nsrv__route_invalidate_all(nsrv_route_t *rt) {
-    for (rt_topic_t *t = rt->topics; t; t = t->hh.next)
-        nsrv__route_topic_invalidate(t);
+    for (uint32_t i = 0; i < rt->topic_index.n_order; i++) {
+        if (rt->topic_index.order[i])
+            nsrv__route_topic_invalidate(rt->topic_index.order[i]);
+    }
+}
+
+static void qd_set(rt_qd_t *qd, int32_t read_q, int32_t write_q, int32_t perm, int32_t sys_flag) {
+    qd->read_queue_nums = read_q;
+    qd->write_queue_nums = write_q;
+    qd->perm = perm;
+    qd->topic_sys_flag = sys_flag;
+}
+
+/* Adds a QueueData of b at the end of t's. */
+static rt_qd_t *topic_add_qd(rt_topic_t *t, rt_bname_t *b) {
+    rt_qd_t *qd = &t->qd0;
+    if (t->n_qds > 0) {
+        /* The array grows by doubling: its capacity is the power of two at or above its
+         * count, so it need not be stored (removals never shrink it below that). */
+        uint32_t k = t->n_qds - 1;
+        if ((k & (k - 1)) == 0)
+            t->more = nsrv_realloc(t->more, (k ? 2 * (size_t)k : 1) * sizeof t->more[0]);
+        qd = nsrv_calloc(1, sizeof *qd);
+        t->more[k] = qd;
+    }
+    t->n_qds++;
+    qd->bname = b;
+    qd->topic = t;
+    NSRV_DLIST_PUSH(b->qd_head, qd, bprev, bnext);
+    return qd;
+}
+
+/* Puts the node `from` (a QueueData of t) in place of t->qd0, which was unlinked. */
+static void move_to_inline(rt_topic_t *t, rt_qd_t *from) {
+    t->qd0 = *from;
+    rt_qd_t *to = &t->qd0;
+    if (to->bprev)
+        to->bprev->bnext = to;
+    else
+        to->bname->qd_head = to;
+    if (to->bnext)
+        to->bnext->bprev = to;
+    nsrv_free(from);
 }
 
 void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,
                            int32_t write_q, int32_t perm, int32_t sys_flag) {
     rt_topic_t *t = nsrv__route_topic_find(rt, topic);
     if (!t) {
-        /* The name in the same allocation: a lookup's compare touches no other memory. */
         size_t len = strlen(topic);
         t = nsrv_calloc(1, sizeof *t + len + 1);
-        t->name = memcpy((char *)(t + 1), topic, len + 1);
-        HASH_ADD_KEYPTR(hh, rt->topics, t->name, len, t);
-        nsrv__tindex_put(&rt->topic_index, t, t->name);
+        memcpy(t->name, topic, len + 1);
+        nsrv__tindex_put(&rt->topic_index, t);
     }
     rt_qd_t *qd = nsrv__route_topic_qd(t, b);
     if (qd) {
@@ -227,20 +269,9 @@ void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, i
             qd->topic_sys_flag == sys_flag)
             return; /* Java replaces only when different; so do we, and keep the cache */
     } else {
-        qd = nsrv_calloc(1, sizeof *qd);
-        qd->bname = b;
-        qd->topic = t;
-        NSRV_DLIST_PUSH(b->qd_head, qd, bprev, bnext);
-        if (t->n_qds == t->cap_qds) {
-            t->cap_qds = t->cap_qds ? t->cap_qds * 2 : 2;
-            t->qds = nsrv_realloc(t->qds, t->cap_qds * sizeof t->qds[0]);
-        }
-        t->qds[t->n_qds++] = qd;
+        qd = topic_add_qd(t, b);
     }
-    qd->read_queue_nums = read_q;
-    qd->write_queue_nums = write_q;
-    qd->perm = perm;
-    qd->topic_sys_flag = sys_flag;
+    qd_set(qd, read_q, write_q, perm, sys_flag);
     nsrv__route_topic_invalidate(t);
 }
 
@@ -248,21 +279,27 @@ void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd) {
     rt_topic_t *t = qd->topic;
     rt_bname_t *b = qd->bname;
     NSRV_DLIST_UNLINK(b->qd_head, qd, bprev, bnext);
-    for (size_t i = 0; i < t->n_qds; i++) {
-        if (t->qds[i] == qd) {
-            memmove(&t->qds[i], &t->qds[i + 1], (t->n_qds - i - 1) * sizeof t->qds[0]);
-            t->n_qds--;
-            break;
-        }
-    }
-    nsrv_free(qd);
-    if (t->n_qds == 0) {
-        HASH_DEL(rt->topics, t);
-        nsrv__tindex_del(&rt->topic_index, t, t->name);
+    if (t->n_qds == 1) {
+        nsrv__tindex_del(&rt->topic_index, t);
         topic_free(t);
-    } else {
-        nsrv__route_topic_invalidate(t);
+        return;
     }
+    /* Index into more[] of the entry that leaves the array: the removed node, or
+     * more[0] when that one moves inline in place of the removed first. */
+    size_t k = 0;
+    if (qd == &t->qd0) {
+        move_to_inline(t, t->more[0]);
+    } else {
+        while (t->more[k] != qd)
+            k++;
+        nsrv_free(qd);
+    }
+    memmove(&t->more[k], &t->more[k + 1], (t->n_qds - 2 - k) * sizeof t->more[0]);
+    if (--t->n_qds == 1) {
+        nsrv_free(t->more);
+        t->more = NULL;
+    }
+    nsrv__route_topic_invalidate(t);
 }
 
 /* Removes every QueueData of b (its group is gone); empty topics are deleted. */
@@ -403,7 +440,7 @@ void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cl
         return;
     if (!cluster || !*cluster) {
         for (;;) {
-            rt_qd_t *qd = t->qds[t->n_qds - 1];
+            rt_qd_t *qd = nsrv__route_qd_at(t, t->n_qds - 1);
             rt_bname_t *b = qd->bname;
             bool last = t->n_qds == 1;
             nsrv__route_remove_qd(rt, qd); /* the last one frees t */
@@ -460,7 +497,7 @@ size_t nsrv_route_broker_count(const nsrv_route_t *rt) {
 }
 
 void nsrv_route_sizes(const nsrv_route_t *rt, nsrv_route_sizes_t *out) {
-    out->topics = HASH_COUNT(rt->topics);
+    out->topics = rt->topic_index.n;
     out->clusters = HASH_COUNT(rt->clusters);
     out->broker_names = HASH_COUNT(rt->bnames);
     out->live_brokers = HASH_COUNT(rt->live);

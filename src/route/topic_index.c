@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Open-addressing topic index with linear probing (topic_index.h). */
+/* Insertion-ordered topic array with an open-addressing index (topic_index.h). */
 #include "topic_index.h"
 
 #include <string.h>
@@ -8,6 +8,9 @@
 #include "route_int.h"
 
 #define MIN_CAP 64
+/* Tombstones are compacted away only past this many, so a small table that
+ * alternates one create and one delete does not renumber on every delete. */
+#define MIN_COMPACT 64
 
 /*
  * FNV-1a followed by a finalizer. FNV-1a alone leaves the low bits, which
@@ -29,13 +32,12 @@ uint32_t nsrv__tindex_hash(const char *name) {
     return h ? h : 1;
 }
 
-static void insert(rt_topic_index_t *ix, uint32_t h, struct rt_topic *t) {
+static void slot_insert(rt_topic_index_t *ix, rt_tslot_t s) {
     size_t mask = ix->cap - 1;
-    size_t i = h & mask;
+    size_t i = s.hash & mask;
     while (ix->slots[i].hash)
         i = (i + 1) & mask;
-    ix->slots[i] = (rt_tslot_t){h, t};
-    ix->n++;
+    ix->slots[i] = s;
 }
 
 static void resize(rt_topic_index_t *ix, size_t cap) {
@@ -43,18 +45,24 @@ static void resize(rt_topic_index_t *ix, size_t cap) {
     size_t old_cap = ix->cap;
     ix->slots = nsrv_calloc(cap, sizeof *ix->slots);
     ix->cap = cap;
-    ix->n = 0;
     for (size_t i = 0; i < old_cap; i++) {
         if (old[i].hash)
-            insert(ix, old[i].hash, old[i].topic);
+            slot_insert(ix, old[i]);
     }
     nsrv_free(old);
 }
 
-void nsrv__tindex_put(rt_topic_index_t *ix, struct rt_topic *t, const char *name) {
+void nsrv__tindex_put(rt_topic_index_t *ix, struct rt_topic *t) {
     if ((ix->n + 1) * 2 > ix->cap)
         resize(ix, ix->cap ? ix->cap * 2 : MIN_CAP);
-    insert(ix, nsrv__tindex_hash(name), t);
+    if (ix->n_order == ix->cap_order) {
+        ix->cap_order = ix->cap_order ? ix->cap_order * 2 : MIN_CAP;
+        ix->order = nsrv_realloc(ix->order, ix->cap_order * sizeof ix->order[0]);
+    }
+    t->pos = ix->n_order++;
+    ix->order[t->pos] = t;
+    slot_insert(ix, (rt_tslot_t){nsrv__tindex_hash(t->name), t->pos});
+    ix->n++;
 }
 
 struct rt_topic *nsrv__tindex_get(const rt_topic_index_t *ix, const char *name) {
@@ -63,20 +71,44 @@ struct rt_topic *nsrv__tindex_get(const rt_topic_index_t *ix, const char *name) 
     uint32_t h = nsrv__tindex_hash(name);
     size_t mask = ix->cap - 1;
     for (size_t i = h & mask; ix->slots[i].hash; i = (i + 1) & mask) {
-        if (ix->slots[i].hash == h && strcmp(ix->slots[i].topic->name, name) == 0)
-            return ix->slots[i].topic;
+        if (ix->slots[i].hash == h) {
+            struct rt_topic *t = ix->order[ix->slots[i].pos];
+            if (strcmp(t->name, name) == 0)
+                return t;
+        }
     }
     return NULL;
 }
 
+/* Drops the tombstones: new positions keep the order; slots follow their topics. */
+static void compact(rt_topic_index_t *ix) {
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < ix->n_order; i++) {
+        if (ix->order[i])
+            ix->order[i]->pos = k++;
+    }
+    for (size_t i = 0; i < ix->cap; i++) {
+        if (ix->slots[i].hash)
+            ix->slots[i].pos = ix->order[ix->slots[i].pos]->pos;
+    }
+    k = 0;
+    for (uint32_t i = 0; i < ix->n_order; i++) {
+        if (ix->order[i])
+            ix->order[k++] = ix->order[i];
+    }
+    ix->n_order = k;
+    if (ix->cap_order > MIN_CAP && (size_t)k * 4 < ix->cap_order) {
+        ix->cap_order /= 2;
+        ix->order = nsrv_realloc(ix->order, ix->cap_order * sizeof ix->order[0]);
+    }
+}
+
 /* Removes by backward shift: every later entry of the probe run that may move
  * into the hole does, so lookups never need tombstones. */
-void nsrv__tindex_del(rt_topic_index_t *ix, const struct rt_topic *t, const char *name) {
-    if (!ix->cap)
-        return;
+static void slot_delete(rt_topic_index_t *ix, uint32_t hash, uint32_t pos) {
     size_t mask = ix->cap - 1;
-    size_t i = nsrv__tindex_hash(name) & mask;
-    while (ix->slots[i].hash && ix->slots[i].topic != t)
+    size_t i = hash & mask;
+    while (ix->slots[i].hash && ix->slots[i].pos != pos)
         i = (i + 1) & mask;
     if (!ix->slots[i].hash)
         return;
@@ -89,13 +121,26 @@ void nsrv__tindex_del(rt_topic_index_t *ix, const struct rt_topic *t, const char
             i = j;
         }
     }
-    ix->slots[i] = (rt_tslot_t){0, NULL};
+    ix->slots[i] = (rt_tslot_t){0, 0};
+}
+
+void nsrv__tindex_del(rt_topic_index_t *ix, const struct rt_topic *t) {
+    if (!ix->cap || t->pos >= ix->n_order || ix->order[t->pos] != t)
+        return;
+    slot_delete(ix, nsrv__tindex_hash(t->name), t->pos);
+    ix->order[t->pos] = NULL;
     ix->n--;
+    while (ix->n_order && !ix->order[ix->n_order - 1])
+        ix->n_order--; /* the newest went first: nothing to compact */
+    size_t dead = ix->n_order - ix->n;
+    if (dead > MIN_COMPACT && dead * 2 > ix->n_order)
+        compact(ix);
     if (ix->cap > MIN_CAP && ix->n * 8 < ix->cap)
         resize(ix, ix->cap / 2);
 }
 
 void nsrv__tindex_free(rt_topic_index_t *ix) {
     nsrv_free(ix->slots);
+    nsrv_free(ix->order);
     *ix = (rt_topic_index_t){0};
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The open-addressing topic index (topic_index.h): random puts and deletes against a
- * plain array, so backward-shift deletion and resizing keep every topic findable. */
+/* The topic order array and its open-addressing index (topic_index.h): random puts and
+ * deletes against a plain array, so backward-shift deletion, resizing and the compaction of
+ * the order array keep every topic findable and the creation order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,42 +17,76 @@
 
 #define N 3000
 
+/* Positions follow the order array and the order is creation order, tombstones apart. */
+static void check_order(const rt_topic_index_t *ix, rt_topic_t **topics, const bool *in,
+                        const uint64_t *created) {
+    uint64_t last = 0;
+    size_t live = 0;
+    for (uint32_t p = 0; p < ix->n_order; p++) {
+        rt_topic_t *t = ix->order[p];
+        if (!t)
+            continue;
+        assert_int_equal(t->pos, p);
+        size_t i = 0;
+        while (topics[i] != t)
+            i++;
+        assert_true(in[i]);
+        assert_true(created[i] > last);
+        last = created[i];
+        live++;
+    }
+    assert_int_equal(live, ix->n);
+}
+
 static void test_random_put_del(void **state) {
     (void)state;
-    static rt_topic_t topics[N];
-    static char names[N][40];
+    static rt_topic_t *topics[N];
     static bool in[N];
+    static uint64_t created[N];
     rt_topic_index_t ix = {0};
     uint32_t seed = 12345;
     for (int i = 0; i < N; i++) {
-        snprintf(names[i], sizeof names[i], "topic-broker-%04d-%d", i / 100, i % 100);
-        topics[i].name = names[i];
+        char name[40];
+        int len = snprintf(name, sizeof name, "topic-broker-%04d-%d", i / 100, i % 100);
+        topics[i] = calloc(1, sizeof *topics[i] + (size_t)len + 1);
+        memcpy(topics[i]->name, name, (size_t)len + 1);
     }
+    size_t compactions = 0;
     for (int step = 0; step < 60000; step++) {
         seed = seed * 1103515245u + 12345u;
         int i = (int)((seed >> 8) % N);
-        /* Grow for the first half, then mostly shrink, so both resizes run. */
+        /* Grow for the first half, then mostly shrink, so both resizes and the
+         * compaction of the order array run. */
         bool add = step < 30000 ? (seed & 3) != 0 : (seed & 3) == 0;
         if (add && !in[i]) {
-            nsrv__tindex_put(&ix, &topics[i], names[i]);
+            nsrv__tindex_put(&ix, topics[i]);
             in[i] = true;
+            created[i] = (uint64_t)step + 1;
         } else if (!add && in[i]) {
-            nsrv__tindex_del(&ix, &topics[i], names[i]);
+            uint32_t before = ix.n_order;
+            nsrv__tindex_del(&ix, topics[i]);
+            compactions += ix.n_order + 1 < before;
             in[i] = false;
         }
         if (step % 997 == 0 || step == 59999) {
             size_t n = 0;
             for (int j = 0; j < N; j++) {
-                assert_ptr_equal(nsrv__tindex_get(&ix, names[j]), in[j] ? &topics[j] : NULL);
+                assert_ptr_equal(nsrv__tindex_get(&ix, topics[j]->name), in[j] ? topics[j] : NULL);
                 n += in[j];
             }
             assert_int_equal(ix.n, n);
             assert_true(ix.cap == 0 || ix.n * 2 <= ix.cap);
+            /* Tombstones never outnumber the topics for long. */
+            assert_true(ix.n_order - ix.n <= 64 || (ix.n_order - ix.n) * 2 <= ix.n_order);
+            check_order(&ix, topics, in, created);
         }
     }
+    assert_true(compactions > 0);
     assert_null(nsrv__tindex_get(&ix, "no-such-topic"));
     nsrv__tindex_free(&ix);
-    assert_null(nsrv__tindex_get(&ix, names[0]));
+    assert_null(nsrv__tindex_get(&ix, topics[0]->name));
+    for (int i = 0; i < N; i++)
+        free(topics[i]);
 }
 
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_random_put_del))

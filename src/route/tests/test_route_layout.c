@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The compact topic layout (route_int.h): the first QueueData inline in the topic, the
+ * others behind an array that exists only while there are others, the inline entry
+ * refilled from the array when the first is removed (with the broker lists relinked),
+ * cached routes only for queried topics, and the creation-ordered topic array through a
+ * million topics of insert and delete churn.
+ */
+#include <stdlib.h>
+
+#include "route_test.h"
+#include "testlib.h"
+
+#define T0 1000
+
+static rt_topic_t *topic(nsrv_route_t *rt, const char *name) {
+    return nsrv__route_topic_find(rt, name);
+}
+
+static void add_queue_data(nsrv_route_t *rt, const char *t, const char *broker, int32_t perm) {
+    nsrv_queue_data_t qd = {broker, 4, 4, perm, 0};
+    nsrv_route_register_topic(rt, t, &qd, 1);
+}
+
+static void three_brokers(nsrv_route_t *rt) {
+    rt_reg_simple(rt, "C1", "a:1", "broker-a", 0, "A-own", T0);
+    rt_reg_simple(rt, "C2", "b:1", "broker-b", 0, "B-own", T0);
+    rt_reg_simple(rt, "C3", "c:1", "broker-c", 0, "C-own", T0);
+}
+
+static void test_one_two_one(void **state) {
+    (void)state;
+    nsrv_route_t *rt = nsrv_route_create();
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    three_brokers(rt);
+    add_queue_data(rt, "T", "broker-a", 6);
+    rt_topic_t *t = topic(rt, "T");
+    assert_non_null(t);
+    assert_int_equal(t->n_qds, 1);
+    assert_null(t->more);
+    add_queue_data(rt, "T", "broker-b", 6);
+    assert_int_equal(t->n_qds, 2);
+    assert_non_null(t->more);
+    rt_assert_ok(rt, T0);
+    const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
+    /* Insertion order in queueDatas: a, then b. */
+    assert_true(rt_contains(s, "\"queueDatas\":[{\"brokerName\":\"broker-a\""));
+    assert_true(rt_contains(s, "},{\"brokerName\":\"broker-b\""));
+    nsrv_route_delete_topic(rt, "T", "C2");
+    assert_ptr_equal(topic(rt, "T"), t);
+    assert_int_equal(t->n_qds, 1);
+    assert_null(t->more);
+    assert_string_equal(t->qd0.bname->name, "broker-a");
+    rt_assert_ok(rt, T0);
+    s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
+    assert_false(rt_contains(s, "broker-b"));
+    rt_check_and_free(&rt, &b, T0);
+}
+
+static void test_first_removed_moves_inline(void **state) {
+    (void)state;
+    nsrv_route_t *rt = nsrv_route_create();
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    three_brokers(rt);
+    add_queue_data(rt, "T", "broker-a", 6);
+    add_queue_data(rt, "T", "broker-b", 6);
+    add_queue_data(rt, "T", "broker-c", 6);
+    /* T's entry of broker-b is neither the head nor the tail of broker-b's list. */
+    add_queue_data(rt, "B-later", "broker-b", 6);
+    rt_topic_t *t = topic(rt, "T");
+    assert_non_null(rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b));
+    assert_non_null(t->cache);
+
+    nsrv_route_delete_topic(rt, "T", "C1");
+    assert_int_equal(t->n_qds, 2);
+    assert_string_equal(t->qd0.bname->name, "broker-b");
+    assert_string_equal(t->more[0]->bname->name, "broker-c");
+    assert_null(t->cache); /* the change dropped the cached bodies */
+    rt_assert_ok(rt, T0);
+
+    /* The moved entry is found through broker-b's list: wipe reaches it. */
+    assert_int_equal(nsrv_route_wipe_write_perm(rt, "broker-b"), 4);
+    assert_int_equal(t->qd0.perm, 4);
+    assert_int_equal(t->more[0]->perm, 6);
+    const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
+    assert_true(rt_contains(s, "\"queueDatas\":[{\"brokerName\":\"broker-b\",\"perm\":4"));
+    assert_true(rt_contains(s, "},{\"brokerName\":\"broker-c\",\"perm\":6"));
+
+    /* broker-b's group goes: its inline entry is replaced by broker-c's, the last. */
+    nsrv_route_unregister_broker(rt, "C2", "b:1", "broker-b", 0);
+    assert_ptr_equal(topic(rt, "T"), t);
+    assert_int_equal(t->n_qds, 1);
+    assert_null(t->more);
+    assert_string_equal(t->qd0.bname->name, "broker-c");
+    assert_null(topic(rt, "B-later"));
+    rt_assert_ok(rt, T0);
+    assert_int_equal(nsrv_route_wipe_write_perm(rt, "broker-c"), 3);
+    assert_int_equal(t->qd0.perm, 4);
+
+    nsrv_route_delete_topic(rt, "T", "C3");
+    assert_null(topic(rt, "T"));
+    rt_check_and_free(&rt, &b, T0);
+}
+
+static void test_cache_only_for_queried_topics(void **state) {
+    (void)state;
+    nsrv_route_t *rt = nsrv_route_create();
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    three_brokers(rt);
+    assert_null(topic(rt, "A-own")->cache);
+    assert_non_null(rt_route(rt, "A-own", NSRV_ROUTE_JSON_DEFAULT, T0, &b));
+    assert_non_null(topic(rt, "A-own")->cache);
+    assert_null(topic(rt, "B-own")->cache);
+    rt_assert_ok(rt, T0);
+    nsrv_route_wipe_write_perm(rt, "broker-a");
+    assert_null(topic(rt, "A-own")->cache);
+    rt_check_and_free(&rt, &b, T0);
+}
+
+#define CHURN 1000000
+#define BROKERS 100
+
+static void churn_name(char *out, size_t cap, uint32_t i) {
+    snprintf(out, cap, "topic-broker-%u-%u", i % BROKERS, i);
+}
+
+/* Positions are creation order: names carry their creation number. */
+static void assert_creation_order(const nsrv_route_t *rt) {
+    const rt_topic_index_t *ix = &rt->topic_index;
+    long last = -1;
+    for (uint32_t p = 0; p < ix->n_order; p++) {
+        const rt_topic_t *t = ix->order[p];
+        if (!t)
+            continue;
+        long created = strtol(strrchr(t->name, '-') + 1, NULL, 10);
+        assert_true(created > last);
+        last = created;
+    }
+}
+
+static void test_million_topic_churn(void **state) {
+    (void)state;
+    nsrv_route_t *rt = nsrv_route_create();
+    rt_bname_t *bn[BROKERS];
+    for (int i = 0; i < BROKERS; i++) {
+        char name[32], addr[32];
+        snprintf(name, sizeof name, "broker-%d", i);
+        snprintf(addr, sizeof addr, "10.0.0.%d:10911", i);
+        rt_reg_simple(rt, "C", addr, name, 0, NULL, T0);
+        bn[i] = nsrv__route_bname_find(rt, name);
+        assert_non_null(bn[i]);
+    }
+    char name[64];
+    for (uint32_t i = 0; i < CHURN; i++) {
+        churn_name(name, sizeof name, i);
+        nsrv__route_upsert_qd(rt, name, bn[i % BROKERS], 1, 1, 6, 0);
+    }
+    /* Every tenth topic also on the next broker: arrays of a second entry. */
+    for (uint32_t i = 0; i < CHURN; i += 10) {
+        churn_name(name, sizeof name, i);
+        nsrv__route_upsert_qd(rt, name, bn[(i + 1) % BROKERS], 1, 1, 6, 0);
+    }
+    assert_int_equal(rt->topic_index.n, CHURN);
+    rt_assert_ok(rt, T0);
+    /* Delete two thirds in a scattered order, by topic and by broker entry. */
+    uint32_t step = 7919; /* prime, so i * step mod CHURN visits every index once */
+    for (uint32_t k = 0; k < CHURN; k++) {
+        uint32_t i = (uint32_t)(((uint64_t)k * step) % CHURN);
+        if (i % 3 == 0)
+            continue;
+        churn_name(name, sizeof name, i);
+        if (i % 10 == 0) {
+            /* The inline entry goes first; the array's entry moves in. */
+            rt_topic_t *t = nsrv__route_topic_find(rt, name);
+            assert_int_equal(t->n_qds, 2);
+            nsrv__route_remove_qd(rt, &t->qd0);
+            assert_int_equal(t->n_qds, 1);
+            assert_ptr_equal(t->qd0.bname, bn[(i + 1) % BROKERS]);
+        }
+        nsrv_route_delete_topic(rt, name, NULL);
+        assert_null(nsrv__route_topic_find(rt, name));
+    }
+    size_t left = (CHURN + 2) / 3;
+    assert_int_equal(rt->topic_index.n, left);
+    assert_true((rt->topic_index.n_order - left) * 2 <= rt->topic_index.n_order ||
+                rt->topic_index.n_order - left <= 64);
+    rt_assert_ok(rt, T0);
+    assert_creation_order(rt);
+    /* New topics go after the survivors. */
+    for (uint32_t i = CHURN; i < CHURN + CHURN / 5; i++) {
+        churn_name(name, sizeof name, i);
+        nsrv__route_upsert_qd(rt, name, bn[i % BROKERS], 1, 1, 6, 0);
+    }
+    rt_assert_ok(rt, T0);
+    assert_creation_order(rt);
+    for (int i = 0; i < BROKERS; i++) {
+        char addr[32];
+        snprintf(addr, sizeof addr, "10.0.0.%d:10911", i);
+        snprintf(name, sizeof name, "broker-%d", i);
+        nsrv_route_unregister_broker(rt, "C", addr, name, 0);
+    }
+    assert_int_equal(rt->topic_index.n, 0);
+    assert_int_equal(rt->topic_index.n_order, 0);
+    rt_check_and_free(&rt, NULL, T0);
+}
+
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_one_two_one),
+               cmocka_unit_test(test_first_removed_moves_inline),
+               cmocka_unit_test(test_cache_only_for_queried_topics),
+               cmocka_unit_test(test_million_topic_churn))
