@@ -126,6 +126,7 @@ static void after_work_cb(uv_work_t *w, int status) {
     nsrv__conn_run_request(c, &j->req, &j->prep);
     nsrv__conn_flush(c);
     job_free(j);
+    srv->trim_due = true; /* the decode's arena and the frame were big: see conn_hygiene.c */
     nsrv__big_frame_cpu(srv, nsrv__thread_cpu_ns() - cpu0);
     nsrv__conn_continue(c);
 }

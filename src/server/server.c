@@ -303,6 +303,7 @@ static int start_gossip(nsrv_server_t *srv) {
 }
 
 int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
+    nsrv__heap_policy_apply();
     nsrv_server_t *srv = nsrv_calloc(1, sizeof *srv);
     int exit_code = 1;
     srv->cfg = cfg;

@@ -124,7 +124,7 @@ struct nsrv_server {
     uint64_t refused_logged_ms, shed_logged_ms; /* rate limit of the log lines */
     uint64_t refused_since_log, shed_since_log;
     uint64_t in_shed_logged_ms, in_shed_since_log;
-    bool trim_due; /* replies of closed stuck connections were freed: give the pages back */
+    bool trim_due; /* big buffers were freed (stuck connections, big frames): give pages back */
     /* Status endpoint (status.c). */
     uv_tcp_t status_listener;
     bool status_open;
@@ -233,6 +233,10 @@ void nsrv__conn_accept_or_refuse(nsrv_server_t *srv);
 /* Closes connections that made no progress (no byte read, no reply byte drained) for
  * serverChannelMaxIdleTimeSeconds; called every second. */
 void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms);
+
+/* heap.c: the allocator's thresholds, set once at start; giving freed pages back. */
+void nsrv__heap_policy_apply(void);
+void nsrv__heap_give_back(void);
 /* Accounts reply bytes queued on c, then enforces totalOutputLimitBytes. */
 void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes);
 /* Accounts reply bytes written (or dropped at close) on c. */
