@@ -322,6 +322,37 @@ class Runner:
             srv.stop()
 
 
+# Profiles whose cells --repeat interleaves: the ones whose ratio to the ceiling is a target.
+REPEATED_KINDS = ("throughput", "growth")
+
+
+def summarise_runs(rs: List[dict]) -> dict:
+    """One server's result from its runs of a profile: the run with the median throughput (so
+    its percentiles belong to it), plus every run's throughput ("runs", None for a failed one)
+    for the spread and the paired ratios. A single run is returned as it is."""
+    if len(rs) == 1:
+        return rs[0]
+    good = sorted((r for r in rs if "error" not in r and r.get("qps")), key=lambda r: r["qps"])
+    if not good:
+        return {**rs[-1], "runs": [None] * len(rs)}
+    med = dict(good[(len(good) - 1) // 2])  # the lower middle one for an even count: never a mean of two
+    med["runs"] = [r.get("qps") if "error" not in r else None for r in rs]
+    med["qps_min"], med["qps_max"] = good[0]["qps"], good[-1]["qps"]
+    return med
+
+
+def paired_ratios(mine: dict, ref: dict) -> List[float]:
+    """mine/ref of the runs made in the same round (adjacent in time): the VM's capacity moves
+    between rounds more than the effect measured, but less within one round."""
+    return [m / r for m, r in zip(mine.get("runs", []), ref.get("runs", [])) if m and r]
+
+
+def median(xs: List[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 # What the progress line shows of a cell.
 SHOWN_KEYS = ("qps", "p99_us", "rss_kib", "startup_ms", "reg_p50_us", "java_heap", "gc_pauses", "gc_full",
               "gc_pause_ms", "error")
@@ -363,7 +394,11 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
              f"{meta['load_after']}. Server on CPU {SERVER_CPU}, load generator on CPU {LOAD_CPU}; "
              f"{meta['seconds']} s per cell after a warm-up ({meta['warmup']} s for Java, 2 s for the others). "
              "Java heap: -Xms/-Xmx 1g unless its cell says otherwise. Ratios: throughput vs the ceiling, "
-             "the rest vs Java (lower is better).", ""]
+             "the rest vs Java (lower is better)." + (
+                 f" Throughput profiles: {meta['repeat']} rounds of {meta['repeat_servers']} one after another, "
+                 "each server started afresh per run; a cell shows the median run and the range, the ratio is "
+                 "the median of the rounds' ratios (each round's runs adjacent in time)."
+                 if meta.get("repeat", 1) > 1 else ""), ""]
     lines.append("| Profile | " + " | ".join(names) + " | nsrvd ratio |")
     lines.append("|---|" + "---|" * (len(names) + 1))
     rows = []
@@ -386,6 +421,9 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
                     extra = f" (route p99 {fmt(r.get('p99_us'), 'us')})"
                 if p.kind == "growth":
                     extra += f", {fmt(r.get('rss_kib'), 'kib')}"
+                if r.get("runs") and len(r["runs"]) > 1:
+                    extra += f"; {sum(1 for q in r['runs'] if q)} runs: {fmt(r['qps_min'], '/s')}–" \
+                             f"{fmt(r['qps_max'], '/s')}"
                 if p.kind == "memory" and r.get("java_heap"):
                     # The heap it was given, and whether it fitted (GC pauses while registering).
                     extra += (f" (-Xmx{r['java_heap']}: {r.get('gc_pauses', 0)} GC pauses, "
@@ -398,7 +436,11 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
         mine = results.get(p.key, {}).get("nsrvd") or {}
         other = results.get(p.key, {}).get(ref) or {}
         ratio = ""
-        if mine.get(key) and other.get(key):
+        pairs = paired_ratios(mine, other) if unit == "/s" else []
+        if len(pairs) > 1:
+            ratio = f"{100 * median(pairs):.0f} % of {ref} (median of {len(pairs)} pairs: " \
+                    f"{100 * min(pairs):.0f}–{100 * max(pairs):.0f} %)"
+        elif mine.get(key) and other.get(key):
             ratio = f"{100 * mine[key] / other[key]:.0f} % of {ref}" if unit == "/s" else \
                 f"{mine[key] / other[key]:.3g}× {ref}"
         lines.append(f"| {p.title} | " + " | ".join(cells) + f" | {ratio} |")
@@ -407,7 +449,9 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
             rows.append({"profile": p.key, "server": s.name, **{k: r.get(k, "") for k in
                          ("qps", "p50_us", "p99_us", "p999_us", "reply_bytes", "errors", "rss_kib", "startup_ms",
                           "reg_count", "reg_p50_us", "reg_p99_us", "java_heap", "gc_pauses", "gc_full",
-                          "gc_pause_ms", "error")}, "unavailable": s.why_not})
+                          "gc_pause_ms", "error", "qps_min", "qps_max")},
+                         "runs": ";".join("" if q is None else f"{q:.0f}" for q in r.get("runs", [])),
+                         "unavailable": s.why_not})
     unavailable = [f"- {s.name}: {s.why_not}" for s in servers if s.why_not]
     if unavailable:
         lines += ["", "Not measured:"] + unavailable
@@ -437,6 +481,12 @@ def main() -> int:
                     "by this plus one cell")
     ap.add_argument("--java-heap", default="", help="KEY=SIZE,...: the Java heap (-Xms/-Xmx) for these profiles "
                     "(default 1g; the memory profiles have their own)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="throughput profiles: N rounds, each running every --repeat-servers server once in turn "
+                    "(nsrvd, ceiling, nsrvd, ceiling, ...); the table shows each server's median and the ratio of "
+                    "the paired runs")
+    ap.add_argument("--repeat-servers", default="nsrvd,ceiling",
+                    help="the servers measured in every round; the others only in the first")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--tsv", default="", help="smoke: one passed/failed line per cell")
     a = ap.parse_args()
@@ -467,6 +517,9 @@ def main() -> int:
     heaps = dict(kv.split("=", 1) for kv in a.java_heap.split(",") if kv)
     for p in ps:
         p.java_heap = heaps.get(p.key, p.java_heap)
+    repeat_servers = set(a.repeat_servers.split(","))
+    meta["repeat"] = a.repeat
+    meta["repeat_servers"] = ", ".join(s.name for s in servers if s.name in repeat_servers)
     tsv = []
     deadline = time.monotonic() + a.max_minutes * 60
     for p in ps:
@@ -475,31 +528,39 @@ def main() -> int:
             rate = int(java["qps"] / 2) if java.get("qps") else 20000
             p.bench[p.bench.index("-r") + 1] = str(rate)
             p.title = p.title.replace("20000/s", f"{rate}/s")
-        for s in servers:
-            if s.why_not:
-                continue
-            if a.smoke and s.name in ("java-5.3.3", "rocketmq-rust") and p.key != "P1":
-                continue  # the smoke only checks that they run: it stays short
-            if s.name == "ceiling" and p.kind not in ("throughput", "growth", "startup"):
-                continue  # canned replies say nothing about registrations or memory
-            if s.name == "ceiling":
-                p.reply_bytes = int(results.get(p.key, {}).get("nsrvd", {}).get("reply_bytes", 0))
-            workdir = out / "work" / p.key / s.name
-            t0 = time.monotonic()
-            if t0 > deadline:
-                results.setdefault(p.key, {})[s.name] = {"error": f"not run: --max-minutes {a.max_minutes:g} spent"}
-                tsv.append(f"failed\tbench/{p.key}/{s.name}")
-                continue
-            try:
-                r = runner.run_cell(s, p, workdir)
-                ok = not r.get("errors") and not r.get("reg_failed")
-            except Exception as e:  # noqa: BLE001
-                r, ok = {"error": str(e)}, False
-            results.setdefault(p.key, {})[s.name] = r
-            tsv.append(f"{'passed' if ok else 'failed'}\tbench/{p.key}/{s.name}")
-            print(f"{p.key:16} {s.name:14} {time.monotonic() - t0:5.1f}s "
-                  f"{json.dumps({k: r[k] for k in r if k in SHOWN_KEYS})}",
-                  flush=True)
+        rounds = a.repeat if p.kind in REPEATED_KINDS else 1
+        runs: Dict[str, List[dict]] = {}
+        for rnd in range(rounds):
+            for s in servers:
+                if s.why_not:
+                    continue
+                if rnd > 0 and s.name not in repeat_servers:
+                    continue  # measured once: its ratio is not the one the noise hides
+                if a.smoke and s.name in ("java-5.3.3", "rocketmq-rust") and p.key != "P1":
+                    continue  # the smoke only checks that they run: it stays short
+                if s.name == "ceiling" and p.kind not in ("throughput", "growth", "startup"):
+                    continue  # canned replies say nothing about registrations or memory
+                if s.name == "ceiling":
+                    p.reply_bytes = int(next((r["reply_bytes"] for r in runs.get("nsrvd", []) if r.get("reply_bytes")),
+                                             0))
+                workdir = out / "work" / p.key / s.name / (f"run{rnd + 1}" if rounds > 1 else "")
+                t0 = time.monotonic()
+                if t0 > deadline:
+                    r = {"error": f"not run: --max-minutes {a.max_minutes:g} spent"}
+                else:
+                    try:
+                        r = runner.run_cell(s, p, workdir)
+                    except Exception as e:  # noqa: BLE001
+                        r = {"error": str(e)}
+                runs.setdefault(s.name, []).append(r)
+                print(f"{p.key:16} {s.name:14} {f'{rnd + 1}/{rounds}' if rounds > 1 else '':5} "
+                      f"{time.monotonic() - t0:5.1f}s {json.dumps({k: r[k] for k in r if k in SHOWN_KEYS})}",
+                      flush=True)
+        for name, rs in runs.items():
+            r = summarise_runs(rs)
+            ok = "error" not in r and not r.get("errors") and not r.get("reg_failed")
+            results.setdefault(p.key, {})[name] = r
+            tsv.append(f"{'passed' if ok else 'failed'}\tbench/{p.key}/{name}")
     meta["load_after"] = load_average()
     write_tables(out, servers, ps, results, meta)
     if a.tsv:

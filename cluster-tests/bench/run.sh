@@ -7,6 +7,8 @@
 #     --java   resolve the Java NameServer 5.3.3 from Maven Central (cluster-tests/compat/prepare-peers.sh,
 #              cached) and measure it
 #     --rust   build rocketmq-rust's rocketmq-namesrv 1.0.0 with cargo (cached) and measure it
+#     --repeat N  rounds of the throughput profiles (P1, P1b, P2, GROW-*), nsrvd and the ceiling
+#              run in turn in each (bench.py --repeat); default 5, 1 with --smoke
 #     --smoke  a few seconds per server: checks the harness, not timings (CI); nsrvd and the
 #              ceiling only, unless --java / --rust are given too (so the stage's test ids never
 #              depend on what another stage happened to cache)
@@ -18,7 +20,7 @@ rust_root=${NSRVD_BENCH_RUST:-$HOME/.cache/nsrvd-bench/rust}
 rust_version=1.0.0
 build=${NSRV_BENCH_BUILD:-$top/build-bench}
 out=$build/results
-java=0 rust=0 smoke=0
+java=0 rust=0 smoke=0 repeat=5
 args=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -26,6 +28,7 @@ while [ $# -gt 0 ]; do
     --rust) rust=1 ;;
     --smoke) smoke=1; args+=("$1") ;;
     --out) out=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
     *) args+=("$1") ;;
   esac
   shift
@@ -62,4 +65,5 @@ else
 fi
 
 exec python3 "$top/cluster-tests/bench/bench.py" --build "$build" --out "$out" \
-  ${java_cp:+--java-cp "$java_cp"} ${rust_bin:+--rust-bin "$rust_bin"} --rust-why "$rust_why" "${args[@]}"
+  ${java_cp:+--java-cp "$java_cp"} ${rust_bin:+--rust-bin "$rust_bin"} --rust-why "$rust_why" \
+  --repeat "$([ "$smoke" = 1 ] && echo 1 || echo "$repeat")" "${args[@]}"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# User-space instructions per route query (cluster-tests/bench/README.md, "Profiling a server"):
+# nsrvd under callgrind with counting off, P1's data (10 brokers x 100 topics) registered, P1's
+# load (16 connections x 1 in flight) started, counting switched on for a few seconds, and the
+# instruction total divided by the calls of nsrv_processor_handle. Deterministic per request,
+# unlike times on a shared machine.
+#
+#   cluster-tests/bench/callgrind.sh [BUILD_DIR] [SECONDS]    (default: build, 3)
+# Prints "instructions/request N" and leaves callgrind.out and the annotation in $out (a temp dir).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${1:-$top/build}" && pwd)
+secs=${2:-3}
+out=$(mktemp -d -t nsrv-callgrind.XXXXXX)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'listenPort=%s\nrocketmqHome=%s\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/nsrvd.properties\n' \
+  "$port" "$out" "$out" "$out" >"$out/nsrvd.properties"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait "${pids[@]}" 2>/dev/null || true; }
+trap cleanup EXIT
+valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/callgrind.out" \
+  "$build/src/nsrvd" -c "$out/nsrvd.properties" >"$out/nsrvd.log" 2>&1 &
+vg=$!
+pids+=("$vg")
+for _ in $(seq 200); do
+  python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2).close()" 2>/dev/null && break
+  sleep 0.1
+done
+"$build/src/tools/nsrv-brokersim" -n "127.0.0.1:$port" --no-sys-topics -b 10 -t 100 -d 3600 \
+  </dev/null >"$out/sim.out" 2>"$out/sim.log" &
+pids+=("$!")
+for _ in $(seq 600); do grep -q 'ready ok=' "$out/sim.out" 2>/dev/null && break; sleep 0.1; done
+grep -q 'ready ok=.*failed=0' "$out/sim.out" || { echo "registration failed: $(cat "$out/sim.out")" >&2; exit 1; }
+"$build/src/tools/nsrv-bench" -a "127.0.0.1:$port" -c 16 -d 1 -s $((secs + 30)) --brokers 10 --topics 100 \
+  >"$out/bench.out" 2>&1 &
+pids+=("$!")
+sleep 2
+callgrind_control -i on "$vg" >/dev/null
+sleep "$secs"
+callgrind_control -i off "$vg" >/dev/null
+callgrind_control -d "$vg" >/dev/null
+sleep 1
+cleanup
+trap - EXIT
+f=$(ls -t "$out"/callgrind.out* | head -1)
+callgrind_annotate --inclusive=yes "$f" >"$out/annotate.txt" 2>/dev/null
+total=$(grep -m1 -E '^[0-9,]+ .*PROGRAM TOTALS' "$out/annotate.txt" | awk '{gsub(",","",$1); print $1}')
+# Calls of the request handler: the "calls=" lines under each cfn= naming it (callgrind
+# compresses a repeated name to its "(id)").
+calls=$(awk '
+  /^cfn=/ { id = $1; sub(/^cfn=/, "", id); if (NF > 1) names[id] = $2; tgt = names[id] }
+  /^calls=/ { if (tgt == "nsrv_processor_handle_prepared") { split($1, a, "="); n += a[2] } }
+  END { print n + 0 }' "$f")
+echo "dir $out"
+echo "total $total calls $calls"
+echo "instructions/request $((total / calls))"
