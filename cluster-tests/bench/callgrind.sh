@@ -42,7 +42,7 @@ callgrind_control -d "$vg" >/dev/null
 sleep 1
 cleanup
 trap - EXIT
-f=$(ls -t "$out"/callgrind.out* | head -1)
+f=$out/callgrind.out.1 # the dump of the counted seconds (callgrind.out is the exit's, empty)
 callgrind_annotate --inclusive=yes "$f" >"$out/annotate.txt" 2>/dev/null
 total=$(grep -m1 -E '^[0-9,]+ .*PROGRAM TOTALS' "$out/annotate.txt" | awk '{gsub(",","",$1); print $1}')
 # Calls of the request handler: the "calls=" lines under each cfn= naming it (callgrind

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
@@ -80,6 +81,13 @@ typedef struct {
      * (U+0000), which nsrv_cmd_find_nul finds so that it can be refused. */
     nsrv_ext_field_t *ext;
     size_t n_ext;
+    /* Set by the decoders, 0 when not known (a command built by hand): the
+     * nsrv_ext_key_bit of every non-empty key, so that looking up a key the
+     * request lacks (most of those a handler asks for) costs no scan. */
+    uint64_t ext_keys;
+    /* Set by the binary decoder when it saw that no key or value contains a
+     * NUL: nsrv_cmd_find_nul answers without a scan. */
+    bool ext_nul_free;
     const uint8_t *body; /* points into the frame; NULL/0 = no body */
     size_t body_len;
     /* Responses only: when set, body is this buffer's bytes, which a sender may
@@ -113,12 +121,23 @@ int nsrv_frame_peek(const uint8_t *p, size_t len, size_t max_frame, size_t *fram
  */
 int nsrv_cmd_decode(const uint8_t *frame, size_t frame_len, nsrv_arena_t *arena, nsrv_cmd_t *out);
 
+/* The bit of a non-empty ext key in nsrv_cmd_t.ext_keys: its length and last
+ * byte, which tell apart the keys a handler asks for in one request. */
+static inline uint64_t nsrv_ext_key_bit(const char *key, size_t len) {
+    return 1ull << ((len * 7u + (unsigned char)key[len - 1]) & 63u);
+}
+
 /**
- * Ext field lookup by exact (case-sensitive) key.
+ * Ext field lookup by exact (case-sensitive) key of klen bytes.
  * @return the value (NUL-terminated when decoded), or {NULL,0} if absent.
  *         With duplicate keys the last one wins.
  */
-nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key);
+nsrv_str_t nsrv_cmd_ext_n(const nsrv_cmd_t *cmd, const char *key, size_t klen);
+
+/* nsrv_cmd_ext_n of a C string key (inline: a literal's length is folded). */
+static inline nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key) {
+    return nsrv_cmd_ext_n(cmd, key, strlen(key));
+}
 
 /**
  * The first ext field whose key or value contains a NUL byte, or NULL.

@@ -86,8 +86,11 @@ void nsrv__processor_apply_route_opts(nsrv_processor_t *p);
 /* A SUCCESS response to req, mirroring its opaque and serialize type. */
 void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp);
 
-/* Ext value as a NUL-terminated string, or NULL if absent. */
-const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key);
+/* Ext value as a NUL-terminated string, or NULL if absent (inline: the
+ * handlers' literal keys have their lengths folded). */
+static inline const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key) {
+    return nsrv_cmd_ext(ctx->req, key).ptr;
+}
 /* Java's Long.parseLong / Boolean.parseBoolean semantics: false if absent or malformed. */
 bool nsrv_proc_ext_i64(const nsrv_proc_ctx_t *ctx, const char *key, int64_t *out);
 bool nsrv_proc_ext_true(const nsrv_proc_ctx_t *ctx, const char *key);

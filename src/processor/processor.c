@@ -161,11 +161,6 @@ bool nsrv_processor_handle_prepared(nsrv_processor_t *p, const nsrv_cmd_t *req,
     return false;
 }
 
-const char *nsrv_proc_ext(const nsrv_proc_ctx_t *ctx, const char *key) {
-    nsrv_str_t v = nsrv_cmd_ext(ctx->req, key);
-    return v.ptr;
-}
-
 bool nsrv_proc_ext_i64(const nsrv_proc_ctx_t *ctx, const char *key, int64_t *out) {
     const char *v = nsrv_proc_ext(ctx, key);
     return v && nsrv_parse_int(v, strlen(v), INT64_MIN, INT64_MAX, out);

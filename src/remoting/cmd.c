@@ -71,8 +71,9 @@ int nsrv_cmd_decode(const uint8_t *frame, size_t frame_len, nsrv_arena_t *arena,
     return 0;
 }
 
-nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key) {
-    size_t klen = strlen(key);
+nsrv_str_t nsrv_cmd_ext_n(const nsrv_cmd_t *cmd, const char *key, size_t klen) {
+    if (klen && cmd->ext_keys && !(cmd->ext_keys & nsrv_ext_key_bit(key, klen)))
+        return NSRV_STR_NULL;
     /* Backwards so a duplicate key behaves like Java's HashMap.put: last wins. */
     for (size_t i = cmd->n_ext; i-- > 0;) {
         const nsrv_ext_field_t *f = &cmd->ext[i];
@@ -83,6 +84,8 @@ nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key) {
 }
 
 const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd) {
+    if (cmd->ext_nul_free)
+        return NULL;
     for (size_t i = 0; i < cmd->n_ext; i++) {
         const nsrv_ext_field_t *f = &cmd->ext[i];
         if ((f->key.ptr && memchr(f->key.ptr, '\0', f->key.len)) ||

@@ -155,6 +155,8 @@ static int read_ext(const nsrv_json_t *v, nsrv_arena_t *arena, nsrv_cmd_t *out) 
             return NSRV_EHEADER;
         ext[n].key = (nsrv_str_t){m->key, m->key_len};
         ext[n].val = (nsrv_str_t){s, len};
+        if (m->key_len)
+            out->ext_keys |= nsrv_ext_key_bit(m->key, m->key_len);
         n++;
     }
     out->has_ext = true;

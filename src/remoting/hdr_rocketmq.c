@@ -47,6 +47,38 @@ static int read_sized(nsrv_reader_t *r, int width, const uint8_t **p, size_t *n)
 #define ONE_PASS_MAP_BYTES 256
 
 /*
+ * Whether s[0..n) is ASCII without a NUL: valid UTF-8 as it is and a whole C
+ * string, so it needs neither the replacement pass nor a NUL scan later. Every
+ * name a client sends is, so this is checked a word at a time.
+ */
+static bool plain_ascii(const uint8_t *s, size_t n) {
+    const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+    uint64_t w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        /* A byte >= 0x80, or a zero byte (the exact has-zero-byte test). */
+        if ((w & high) || ((w - ones) & ~w & high))
+            return false;
+    }
+    if (i < n && n >= 8) {
+        memcpy(&w, s + n - 8, 8); /* the tail, overlapping bytes already checked */
+        return !(w & high) && !((w - ones) & ~w & high);
+    }
+    for (; i < n; i++)
+        if (s[i] == 0 || s[i] >= 0x80)
+            return false;
+    return true;
+}
+
+/* What a walk over the map learnt besides the fields. */
+typedef struct {
+    size_t n;      /* entries kept */
+    uint64_t keys; /* nsrv_cmd_t.ext_keys */
+    bool nul_free; /* nsrv_cmd_t.ext_nul_free */
+} map_walk_t;
+
+/*
  * Walks the map section m[0..len): entries of int16 keyLen, key, int32 valLen,
  * value, until len is used up. Every entry must lie wholly inside the section
  * and lengths must not be negative (Java throws on both). When fields is
@@ -56,10 +88,10 @@ static int read_sized(nsrv_reader_t *r, int width, const uint8_t **p, size_t *n)
  * entries rather than len / 6.
  */
 static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_field_t *fields,
-                    size_t *n_out) {
+                    map_walk_t *out) {
     nsrv_reader_t r;
     nsrv_reader_init(&r, m, len);
-    size_t n = 0;
+    map_walk_t w = {.nul_free = true};
     while (nsrv_reader_left(&r) > 0) {
         const uint8_t *key, *val;
         size_t klen, vlen;
@@ -68,15 +100,28 @@ static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_
         if (klen == 0 || vlen == 0)
             continue;
         if (fields) {
-            /* Java reads each string with new String(bytes, UTF_8). */
-            fields[n].key.ptr =
-                nsrv_utf8_arena_dup(arena, (const char *)key, (size_t)klen, &fields[n].key.len);
-            fields[n].val.ptr =
-                nsrv_utf8_arena_dup(arena, (const char *)val, (size_t)vlen, &fields[n].val.len);
+            nsrv_ext_field_t *f = &fields[w.n];
+            if (plain_ascii(key, klen) && plain_ascii(val, vlen)) {
+                /* Both copied as they are, into one allocation. */
+                char *d = nsrv_arena_alloc(arena, klen + vlen + 2);
+                memcpy(d, key, klen);
+                d[klen] = '\0';
+                memcpy(d + klen + 1, val, vlen);
+                d[klen + 1 + vlen] = '\0';
+                f->key = (nsrv_str_t){d, klen};
+                f->val = (nsrv_str_t){d + klen + 1, vlen};
+            } else {
+                /* Java reads each string with new String(bytes, UTF_8). */
+                f->key.ptr = nsrv_utf8_arena_dup(arena, (const char *)key, klen, &f->key.len);
+                f->val.ptr = nsrv_utf8_arena_dup(arena, (const char *)val, vlen, &f->val.len);
+                w.nul_free = false; /* not looked at: nsrv_cmd_find_nul scans */
+            }
+            if (f->key.len) /* U+FFFD replacements never make it empty; kept general */
+                w.keys |= nsrv_ext_key_bit(f->key.ptr, f->key.len);
         }
-        n++;
+        w.n++;
     }
-    *n_out = n;
+    *out = w;
     return 0;
 }
 
@@ -96,7 +141,7 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
         return NSRV_EHEADER;
     /* Bytes after the map are ignored, as Java reads only what it needs. */
 
-    size_t n_ext = 0;
+    map_walk_t mw = {.nul_free = true};
     nsrv_ext_field_t *ext = NULL;
     int rc;
     if (ext_len <= ONE_PASS_MAP_BYTES) {
@@ -104,17 +149,17 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
          * many entries as its bytes could hold: each takes at least 6. */
         if (ext_len >= MAP_ENTRY_MIN)
             ext = nsrv_arena_alloc(arena, ext_len / MAP_ENTRY_MIN * sizeof *ext);
-        rc = walk_map(map, ext_len, arena, ext, &n_ext);
+        rc = walk_map(map, ext_len, arena, ext, &mw);
     } else {
-        rc = walk_map(map, ext_len, NULL, NULL, &n_ext);
-        if (rc == 0 && n_ext) {
-            ext = nsrv_arena_alloc(arena, n_ext * sizeof *ext);
-            walk_map(map, ext_len, arena, ext, &n_ext);
+        rc = walk_map(map, ext_len, NULL, NULL, &mw);
+        if (rc == 0 && mw.n) {
+            ext = nsrv_arena_alloc(arena, mw.n * sizeof *ext);
+            walk_map(map, ext_len, arena, ext, &mw);
         }
     }
     if (rc < 0)
         return rc;
-    if (!n_ext)
+    if (!mw.n)
         ext = NULL;
 
     out->code = code;
@@ -128,7 +173,9 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
             nsrv_utf8_arena_dup(arena, (const char *)remark, (size_t)remark_len, &out->remark.len);
     out->has_ext = ext_len > 0;
     out->ext = ext;
-    out->n_ext = n_ext;
+    out->n_ext = mw.n;
+    out->ext_keys = mw.keys;
+    out->ext_nul_free = mw.nul_free;
     return 0;
 }
 

@@ -437,6 +437,85 @@ static void test_strings_valid_utf8_and_nul_found(void **state) {
     nsrv_buf_deinit(&m);
 }
 
+/* Decodes one binary entry key=val (lengths given: they may hold NULs). */
+static int decode_bin_entry(const char *k, size_t klen, const char *v, size_t vlen, nsrv_cmd_t *c) {
+    nsrv_buf_t h = NSRV_BUF_INIT;
+    put_fixed(&h, (bin_fixed_t){105, 0, 479, 1, 0});
+    nsrv_buf_append_be32(&h, 0);
+    nsrv_buf_append_be32(&h, (uint32_t)(2 + klen + 4 + vlen));
+    nsrv_buf_append_be16(&h, (uint16_t)klen);
+    nsrv_buf_append(&h, k, klen);
+    nsrv_buf_append_be32(&h, (uint32_t)vlen);
+    nsrv_buf_append(&h, v, vlen);
+    int rc = decode_bin(&h, c);
+    nsrv_buf_deinit(&h);
+    return rc;
+}
+
+/* The binary decoder copies plain ASCII names without the UTF-8 pass and
+ * records that they hold no NUL (ext_nul_free) and which keys it saw
+ * (ext_keys): a NUL or a byte >= 0x80 at any position of a word or of the
+ * tail must still be seen, and lookups must find exactly what a scan finds. */
+static void test_bin_plain_names_fast_path(void **state) {
+    (void)state;
+    nsrv_cmd_t c;
+    char v[24];
+    for (size_t len = 1; len <= sizeof v; len++) {
+        memset(v, 'a', sizeof v);
+        assert_int_equal(decode_bin_entry("topic", 5, v, len, &c), 0);
+        assert_true(c.ext_nul_free);
+        assert_int_equal(nsrv_cmd_ext(&c, "topic").len, len);
+        assert_null(nsrv_cmd_find_nul(&c));
+        for (size_t at = 0; at < len; at++) {
+            v[at] = '\0';
+            assert_int_equal(decode_bin_entry("topic", 5, v, len, &c), 0);
+            assert_false(c.ext_nul_free);
+            assert_non_null(nsrv_cmd_find_nul(&c));
+            assert_int_equal(nsrv_cmd_ext(&c, "topic").len, len);
+            v[at] = '\xff'; /* replaced by U+FFFD: 2 bytes longer */
+            assert_int_equal(decode_bin_entry("topic", 5, v, len, &c), 0);
+            assert_int_equal(nsrv_cmd_ext(&c, "topic").len, len + 2);
+            assert_null(nsrv_cmd_find_nul(&c));
+            v[at] = 'a';
+        }
+    }
+    assert_int_equal(decode_bin_entry("top\0c", 5, "v", 1, &c), 0);
+    assert_non_null(nsrv_cmd_find_nul(&c));
+
+    /* Many keys: each found with its own value, absent ones (however their
+     * bits collide with present ones) not found, the last duplicate wins. */
+    nsrv_buf_t h = NSRV_BUF_INIT, m = NSRV_BUF_INIT;
+    put_fixed(&h, (bin_fixed_t){105, 0, 479, 1, 0});
+    nsrv_buf_append_be32(&h, 0);
+    char k[16], want[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(k, sizeof k, "key%d", i);
+        snprintf(want, sizeof want, "v%d", i);
+        put_entry(&m, k, want);
+    }
+    put_entry(&m, "key7", "last");
+    nsrv_buf_append_be32(&h, (uint32_t)m.len);
+    nsrv_buf_append(&h, m.data, m.len);
+    assert_int_equal(decode_bin(&h, &c), 0);
+    assert_true(c.ext_keys != 0);
+    for (int i = 0; i < 80; i++) {
+        snprintf(k, sizeof k, "key%d", i);
+        snprintf(want, sizeof want, "v%d", i);
+        if (i == 7)
+            assert_str(nsrv_cmd_ext(&c, k), "last");
+        else if (i < 40)
+            assert_str(nsrv_cmd_ext(&c, k), want);
+        else
+            assert_null(nsrv_cmd_ext(&c, k).ptr);
+    }
+    /* A command built by hand (ext_keys 0) is scanned. */
+    nsrv_ext_field_t f = {NSRV_STR_LIT("topic"), NSRV_STR_LIT("T")};
+    nsrv_cmd_t built = {.ext = &f, .n_ext = 1};
+    assert_str(nsrv_cmd_ext(&built, "topic"), "T");
+    nsrv_buf_deinit(&h);
+    nsrv_buf_deinit(&m);
+}
+
 /* Builds a binary header with a raw tail after the fixed 17 bytes. */
 static int decode_bin_tail(const void *tail, size_t tail_len) {
     nsrv_buf_t h = NSRV_BUF_INIT;
@@ -778,6 +857,7 @@ NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_json_defaults),
                cmocka_unit_test(test_json_bad_headers), cmocka_unit_test(test_frame_errors),
                cmocka_unit_test(test_bin_fields),
                cmocka_unit_test(test_strings_valid_utf8_and_nul_found),
+               cmocka_unit_test(test_bin_plain_names_fast_path),
                cmocka_unit_test(test_bin_bad_headers), cmocka_unit_test(test_roundtrip_many_ext),
                cmocka_unit_test(test_roundtrip_small_cases),
                cmocka_unit_test(test_encode_json_form),
