@@ -47,7 +47,9 @@ static int keygen(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    nsrv_cli_t cli;
+    /* nsrv_cli_parse sets every field; zeroed because the LTO link's
+     * maybe-uninitialized analysis cannot see that through its error paths. */
+    nsrv_cli_t cli = {0};
     char err[512] = "";
     if (nsrv_cli_parse(argc, argv, &cli, err, sizeof err) != 0) {
         fprintf(stderr, "nsrvd: %s\n", err);

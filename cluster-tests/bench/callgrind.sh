@@ -2,8 +2,8 @@
 # User-space instructions per route query (cluster-tests/bench/README.md, "Profiling a server"):
 # nsrvd under callgrind with counting off, P1's data (10 brokers x 100 topics) registered, P1's
 # load (16 connections x 1 in flight) started, counting switched on for a few seconds, and the
-# instruction total divided by the calls of nsrv_processor_handle. Deterministic per request,
-# unlike times on a shared machine.
+# instruction total divided by the route queries handled (calls of nsrv_proc_get_route_info).
+# Deterministic per request, unlike times on a shared machine.
 #
 #   cluster-tests/bench/callgrind.sh [BUILD_DIR] [SECONDS]    (default: build, 3)
 # Prints "instructions/request N" and leaves callgrind.out and the annotation in $out (a temp dir).
@@ -45,11 +45,14 @@ trap - EXIT
 f=$out/callgrind.out.1 # the dump of the counted seconds (callgrind.out is the exit's, empty)
 callgrind_annotate --inclusive=yes "$f" >"$out/annotate.txt" 2>/dev/null
 total=$(grep -m1 -E '^[0-9,]+ .*PROGRAM TOTALS' "$out/annotate.txt" | awk '{gsub(",","",$1); print $1}')
-# Calls of the request handler: the "calls=" lines under each cfn= naming it (callgrind
-# compresses a repeated name to its "(id)").
+# Requests: the calls of the route query's handler (the load sends nothing else), which is
+# reached through the handler table, so no build inlines it (link-time optimisation does
+# inline nsrv_processor_handle_prepared). The "calls=" lines under each cfn= naming it
+# (callgrind compresses a repeated name to its "(id)").
 calls=$(awk '
-  /^cfn=/ { id = $1; sub(/^cfn=/, "", id); if (NF > 1) names[id] = $2; tgt = names[id] }
-  /^calls=/ { if (tgt == "nsrv_processor_handle_prepared") { split($1, a, "="); n += a[2] } }
+  /^c?fn=/ { id = $1; sub(/^c?fn=/, "", id); if (NF > 1) names[id] = $2 }
+  /^cfn=/ { tgt = names[id] }
+  /^calls=/ { if (tgt == "nsrv_proc_get_route_info") { split($1, a, "="); n += a[2] } }
   END { print n + 0 }' "$f")
 echo "dir $out"
 echo "total $total calls $calls"
