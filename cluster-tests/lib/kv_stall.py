@@ -295,7 +295,7 @@ def verdict(res: dict) -> str:
         ok = (r["count"] > 0 and r["p99_ms"] <= TARGET_P99_MS and res["probe_errors"] == 0
               and res["writer_codes"] == {0: res["rounds"] * res["entries"]})
         cost = (f"; writer {res['commits']} commits, {res['commit_cpu_ms']} ms CPU each"
-                if res.get("commits") else "")
+                if res.get("commit_cpu_ms") is not None else "")
         return (f"kv_stall: {'PASS' if ok else 'MISS'} route p99 {r['p99_ms']} ms (target <= {TARGET_P99_MS}) "
                 f"over {r['count']} queries due during {res['rounds']} rounds of {res['entries']} puts "
                 f"with {res['big_mib']:g} MiB; p50 {r['p50_ms']} p99.9 {r['p999_ms']} max {r['max_ms']} ms; "
