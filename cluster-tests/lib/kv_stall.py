@@ -333,7 +333,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--big-mib", type=float, default=4.0, help="size of the big value in MiB")
     ap.add_argument("--rounds", type=int, default=10, help="writer rounds (rounds mode)")
     ap.add_argument("--gap", type=float, default=0.3, help="seconds between rounds (rounds mode)")
-    ap.add_argument("--bench", default=str(DEFAULT_BENCH), help="the nsrv-bench binary (rounds mode)")
+    ap.add_argument("--bench", default=str(DEFAULT_BENCH),
+                    help="the nsrv-bench binary (rounds mode; default: the one beside --nsrvd's build, "
+                         "else build/src/tools/nsrv-bench)")
     ap.add_argument("--commit-cost", type=int, metavar="N", default=0,
                     help="instead: writer CPU per commit over N awaited small puts beside the big value "
                          "(needs --nsrvd)")
@@ -342,6 +344,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--readers", type=int, default=2, help="route-query processes (--python-readers)")
     ap.add_argument("--window", type=int, default=1000, help="PUTs the writer keeps in flight (--python-readers)")
     a = ap.parse_args(argv)
+    if a.nsrvd and a.bench == str(DEFAULT_BENCH):
+        beside = Path(a.nsrvd).resolve().parent / "tools" / "nsrv-bench"
+        if beside.exists():  # the prober of the same build tree (build-test/src/tools/...)
+            a.bench = str(beside)
 
     def run(host: str, port: int) -> dict:
         if a.python_readers:
