@@ -125,8 +125,8 @@ class Server:
 
 
 class Nsrvd(Server):
-    def __init__(self, binary: Path) -> None:
-        super().__init__("nsrvd", "" if binary.is_file() else f"{binary} not built")
+    def __init__(self, binary: Path, name: str = "nsrvd") -> None:
+        super().__init__(name, "" if binary.is_file() else f"{binary} not built")
         self.binary = binary
 
     def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
@@ -474,7 +474,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=10, help="Java's warm-up; others get at most 2 s")
     ap.add_argument("--fixed-rate", type=int, default=0, help="default: half of Java's P1b rate, else 20000")
     ap.add_argument("--only", default="", help="comma-separated profile keys")
-    ap.add_argument("--servers", default="nsrvd,ceiling,java-5.3.3,rocketmq-rust")
+    ap.add_argument("--servers", default="nsrvd,nsrvd-base,ceiling,java-5.3.3,rocketmq-rust")
     ap.add_argument("--register-timeout", type=float, default=240, help="seconds for a profile's data")
     ap.add_argument("--max-minutes", type=float, default=50,
                     help="cells not started by then are skipped (listed as such): the whole run is bounded "
@@ -485,8 +485,10 @@ def main() -> int:
                     help="throughput profiles: N rounds, each running every --repeat-servers server once in turn "
                     "(nsrvd, ceiling, nsrvd, ceiling, ...); the table shows each server's median and the ratio of "
                     "the paired runs")
-    ap.add_argument("--repeat-servers", default="nsrvd,ceiling",
+    ap.add_argument("--repeat-servers", default="nsrvd,nsrvd-base,ceiling",
                     help="the servers measured in every round; the others only in the first")
+    ap.add_argument("--nsrvd-base", default="", help="another nsrvd binary, measured as server nsrvd-base in the same "
+                    "rounds: before/after comparisons in one run")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--tsv", default="", help="smoke: one passed/failed line per cell")
     a = ap.parse_args()
@@ -502,6 +504,10 @@ def main() -> int:
                              Rust(rust_bin, a.rust_why)]
     if not a.java_cp:
         servers[2].why_not = "not requested (run.sh --java)"
+    if a.nsrvd_base:
+        # Another nsrvd build (e.g. before a change) measured beside this one: --servers and
+        # --repeat-servers name it nsrvd-base.
+        servers.insert(1, Nsrvd(Path(a.nsrvd_base).resolve(), "nsrvd-base"))
     servers = [s for s in servers if s.name in a.servers.split(",")]
     for s in servers:
         if s.why_not:

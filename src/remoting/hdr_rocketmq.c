@@ -46,26 +46,37 @@ static int read_sized(nsrv_reader_t *r, int width, const uint8_t **p, size_t *n)
 /* Maps up to this size are decoded in one pass into room for len / MAP_ENTRY_MIN entries. */
 #define ONE_PASS_MAP_BYTES 256
 
+/* Whether the 8 bytes of w are all ASCII and none is zero (the exact
+ * has-zero-byte test: no false positives once no high bit is set). */
+static inline bool word_plain(uint64_t w) {
+    const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+    return !((w & high) | ((w - ones) & ~w & high));
+}
+
 /*
  * Whether s[0..n) is ASCII without a NUL: valid UTF-8 as it is and a whole C
  * string, so it needs neither the replacement pass nor a NUL scan later. Every
- * name a client sends is, so this is checked a word at a time.
+ * name a client sends is, so this looks at whole words: from 4 bytes on, the
+ * last word overlaps the ones before it instead of a byte loop for the tail.
  */
-static bool plain_ascii(const uint8_t *s, size_t n) {
-    const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+static inline bool plain_ascii(const uint8_t *s, size_t n) {
     uint64_t w;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, s + i, 8);
-        /* A byte >= 0x80, or a zero byte (the exact has-zero-byte test). */
-        if ((w & high) || ((w - ones) & ~w & high))
-            return false;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&w, s + i, 8);
+            if (!word_plain(w))
+                return false;
+        }
+        memcpy(&w, s + n - 8, 8);
+        return word_plain(w);
     }
-    if (i < n && n >= 8) {
-        memcpy(&w, s + n - 8, 8); /* the tail, overlapping bytes already checked */
-        return !(w & high) && !((w - ones) & ~w & high);
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        return word_plain((uint64_t)a << 32 | b);
     }
-    for (; i < n; i++)
+    for (size_t i = 0; i < n; i++)
         if (s[i] == 0 || s[i] >= 0x80)
             return false;
     return true;
@@ -84,11 +95,13 @@ typedef struct {
  * and lengths must not be negative (Java throws on both). When fields is
  * NULL only counts the entries that survive (both strings non-empty: Java
  * reads a zero-length string as null); otherwise also copies them into the
- * arena. Large maps take two passes, so that the allocation follows the real
- * entries rather than len / 6.
+ * arena: plain ASCII strings into strs, which has room for len bytes (an
+ * entry's 6 length bytes make room for its 2 NULs), others through the UTF-8
+ * replacement pass. Large maps take two passes, so that the allocation follows
+ * the real entries rather than len / 6.
  */
 static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_field_t *fields,
-                    map_walk_t *out) {
+                    char *strs, map_walk_t *out) {
     nsrv_reader_t r;
     nsrv_reader_init(&r, m, len);
     map_walk_t w = {.nul_free = true};
@@ -102,8 +115,9 @@ static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_
         if (fields) {
             nsrv_ext_field_t *f = &fields[w.n];
             if (plain_ascii(key, klen) && plain_ascii(val, vlen)) {
-                /* Both copied as they are, into one allocation. */
-                char *d = nsrv_arena_alloc(arena, klen + vlen + 2);
+                /* Both copied as they are, into the map's string room. */
+                char *d = strs;
+                strs += klen + vlen + 2;
                 memcpy(d, key, klen);
                 d[klen] = '\0';
                 memcpy(d + klen + 1, val, vlen);
@@ -147,14 +161,19 @@ int nsrv__hdr_rocketmq_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena,
     if (ext_len <= ONE_PASS_MAP_BYTES) {
         /* A small map (every query of a client's hot path) in one pass, with room for as
          * many entries as its bytes could hold: each takes at least 6. */
-        if (ext_len >= MAP_ENTRY_MIN)
-            ext = nsrv_arena_alloc(arena, ext_len / MAP_ENTRY_MIN * sizeof *ext);
-        rc = walk_map(map, ext_len, arena, ext, &mw);
+        char *strs = NULL;
+        if (ext_len >= MAP_ENTRY_MIN) {
+            /* The entries and their strings in one allocation. */
+            size_t room = ext_len / MAP_ENTRY_MIN * sizeof *ext;
+            ext = nsrv_arena_alloc(arena, room + ext_len);
+            strs = (char *)ext + room;
+        }
+        rc = walk_map(map, ext_len, arena, ext, strs, &mw);
     } else {
-        rc = walk_map(map, ext_len, NULL, NULL, &mw);
+        rc = walk_map(map, ext_len, NULL, NULL, NULL, &mw);
         if (rc == 0 && mw.n) {
-            ext = nsrv_arena_alloc(arena, mw.n * sizeof *ext);
-            walk_map(map, ext_len, arena, ext, &mw);
+            ext = nsrv_arena_alloc(arena, mw.n * sizeof *ext + ext_len);
+            walk_map(map, ext_len, arena, ext, (char *)(ext + mw.n), &mw);
         }
     }
     if (rc < 0)
