@@ -270,13 +270,12 @@ static bool qd_kept(const bd_view_t *v, size_t nb, const rt_qd_t *qd) {
 
 int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_route_json_t mode,
                              const char *order_conf, const char *zone, nsrv_buf_t *out) {
-    if (t->n_qds == 0)
-        return -ENOENT;
+    size_t n_qds = nsrv__route_n_qds(t);
     bd_view_t stack_v[VIEW_STACK];
-    bd_view_t *v = t->n_qds <= VIEW_STACK ? stack_v : nsrv_malloc(t->n_qds * sizeof v[0]);
+    bd_view_t *v = n_qds <= VIEW_STACK ? stack_v : nsrv_malloc(n_qds * sizeof v[0]);
     size_t nb = 0;
     /* Step 2: a copy of the BrokerData of each broker name that has one. */
-    for (size_t i = 0; i < t->n_qds; i++) {
+    for (size_t i = 0; i < n_qds; i++) {
         const rt_bname_t *b = nsrv__route_qd_at(t, i)->bname;
         if (!b->present)
             continue;
@@ -313,7 +312,7 @@ int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_r
     }
     nsrv_buf_append_c(out, ",\"queueDatas\":[");
     first = true;
-    for (size_t i = 0; i < t->n_qds; i++) {
+    for (size_t i = 0; i < n_qds; i++) {
         if (zone && !qd_kept(v, nb, nsrv__route_qd_at(t, i)))
             continue;
         nsrv_buf_append_sep(out, &first);

@@ -84,18 +84,27 @@ typedef struct {
     rt_cache_t mode[2];
 } rt_tcache_t;
 
+/* A topic's QueueData after the first. Its capacity is the power of two at or above n
+ * (it grows by doubling and never shrinks until freed), so it is not stored. */
+typedef struct {
+    uint32_t n; /* >= 1 */
+    rt_qd_t *q[];
+} rt_qd_more_t;
+
 struct rt_topic {
     rt_qd_t qd0;        /* the first QueueData (a topic has at least one) */
-    rt_qd_t **more;     /* the others, in insertion order; NULL when n_qds == 1 */
+    rt_qd_more_t *more; /* the others, in insertion order; NULL when there are none */
     rt_tcache_t *cache; /* NULL until queried, and again once invalidated */
-    uint32_t n_qds;
-    uint32_t pos; /* in rt->topic_index.order */
-    char name[];  /* in the same allocation: a lookup's compare touches no other memory */
+    char name[];        /* in the same allocation: a lookup's compare touches no other memory */
 };
 
-/* The i-th QueueData of t, i < t->n_qds. */
+static inline size_t nsrv__route_n_qds(const rt_topic_t *t) {
+    return t->more ? 1 + (size_t)t->more->n : 1;
+}
+
+/* The i-th QueueData of t, i < nsrv__route_n_qds(t). */
 static inline rt_qd_t *nsrv__route_qd_at(const rt_topic_t *t, size_t i) {
-    return i == 0 ? (rt_qd_t *)&t->qd0 : t->more[i - 1];
+    return i == 0 ? (rt_qd_t *)&t->qd0 : t->more->q[i - 1];
 }
 
 typedef struct {

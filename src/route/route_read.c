@@ -183,7 +183,7 @@ void nsrv_route_topics_by_cluster(nsrv_route_t *rt, const char *cluster, uint64_
         bool first = true;
         for (uint32_t k = 0; k < rt->topic_index.n_order; k++) {
             const rt_topic_t *t = rt->topic_index.order[k];
-            for (size_t i = 0; t && i < t->n_qds; i++) {
+            for (size_t i = 0; t && i < nsrv__route_n_qds(t); i++) {
                 if (nsrv__route_qd_at(t, i)->bname->mark == mark) {
                     list_item(out, &first, t->name);
                     break;

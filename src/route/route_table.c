@@ -55,8 +55,8 @@ void nsrv_route_destroy(nsrv_route_t **prt) {
         rt_topic_t *t = rt->topic_index.order[i];
         if (!t)
             continue;
-        for (size_t j = 1; j < t->n_qds; j++)
-            nsrv_free(t->more[j - 1]);
+        for (size_t j = 1; j < nsrv__route_n_qds(t); j++)
+            nsrv_free(t->more->q[j - 1]);
         topic_free(t);
     }
     nsrv__tindex_free(&rt->topic_index);
@@ -190,7 +190,7 @@ rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name) {
 }
 
 rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b) {
-    for (size_t i = 0; i < t->n_qds; i++) {
+    for (size_t i = 0, n = nsrv__route_n_qds(t); i < n; i++) {
         rt_qd_t *qd = nsrv__route_qd_at(t, i);
         if (qd->bname == b)
             return qd;
@@ -222,22 +222,33 @@ static void qd_set(rt_qd_t *qd, int32_t read_q, int32_t write_q, int32_t perm, i
     qd->topic_sys_flag = sys_flag;
 }
 
-/* Adds a QueueData of b at the end of t's. */
-static rt_qd_t *topic_add_qd(rt_topic_t *t, rt_bname_t *b) {
-    rt_qd_t *qd = &t->qd0;
-    if (t->n_qds > 0) {
-        /* The array grows by doubling: its capacity is the power of two at or above its
-         * count, so it need not be stored (removals never shrink it below that). */
-        uint32_t k = t->n_qds - 1;
-        if ((k & (k - 1)) == 0)
-            t->more = nsrv_realloc(t->more, (k ? 2 * (size_t)k : 1) * sizeof t->more[0]);
-        qd = nsrv_calloc(1, sizeof *qd);
-        t->more[k] = qd;
-    }
-    t->n_qds++;
+static void qd_link(rt_topic_t *t, rt_qd_t *qd, rt_bname_t *b) {
     qd->bname = b;
     qd->topic = t;
     NSRV_DLIST_PUSH(b->qd_head, qd, bprev, bnext);
+}
+
+/* A new topic whose first QueueData is b's. */
+static rt_topic_t *topic_new(nsrv_route_t *rt, const char *name, rt_bname_t *b) {
+    size_t len = strlen(name);
+    rt_topic_t *t = nsrv_calloc(1, sizeof *t + len + 1);
+    memcpy(t->name, name, len + 1);
+    qd_link(t, &t->qd0, b);
+    nsrv__tindex_put(&rt->topic_index, t);
+    return t;
+}
+
+/* Adds a QueueData of b after t's others. */
+static rt_qd_t *topic_add_qd(rt_topic_t *t, rt_bname_t *b) {
+    /* Capacity (rt_qd_more_t): a count of 0 or a power of two is full. */
+    uint32_t k = t->more ? t->more->n : 0;
+    if ((k & (k - 1)) == 0)
+        t->more =
+            nsrv_realloc(t->more, sizeof *t->more + (k ? 2 * (size_t)k : 1) * sizeof(rt_qd_t *));
+    rt_qd_t *qd = nsrv_calloc(1, sizeof *qd);
+    t->more->q[k] = qd;
+    t->more->n = k + 1;
+    qd_link(t, qd, b);
     return qd;
 }
 
@@ -257,14 +268,11 @@ static void move_to_inline(rt_topic_t *t, rt_qd_t *from) {
 void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,
                            int32_t write_q, int32_t perm, int32_t sys_flag) {
     rt_topic_t *t = nsrv__route_topic_find(rt, topic);
+    rt_qd_t *qd = NULL;
     if (!t) {
-        size_t len = strlen(topic);
-        t = nsrv_calloc(1, sizeof *t + len + 1);
-        memcpy(t->name, topic, len + 1);
-        nsrv__tindex_put(&rt->topic_index, t);
-    }
-    rt_qd_t *qd = nsrv__route_topic_qd(t, b);
-    if (qd) {
+        t = topic_new(rt, topic, b);
+        qd = &t->qd0;
+    } else if ((qd = nsrv__route_topic_qd(t, b)) != NULL) {
         if (qd->read_queue_nums == read_q && qd->write_queue_nums == write_q && qd->perm == perm &&
             qd->topic_sys_flag == sys_flag)
             return; /* Java replaces only when different; so do we, and keep the cache */
@@ -279,24 +287,25 @@ void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd) {
     rt_topic_t *t = qd->topic;
     rt_bname_t *b = qd->bname;
     NSRV_DLIST_UNLINK(b->qd_head, qd, bprev, bnext);
-    if (t->n_qds == 1) {
+    rt_qd_more_t *m = t->more;
+    if (!m) {
         nsrv__tindex_del(&rt->topic_index, t);
         topic_free(t);
         return;
     }
-    /* Index into more[] of the entry that leaves the array: the removed node, or
-     * more[0] when that one moves inline in place of the removed first. */
+    /* Index into m->q of the entry that leaves the array: the removed node, or
+     * q[0] when that one moves inline in place of the removed first. */
     size_t k = 0;
     if (qd == &t->qd0) {
-        move_to_inline(t, t->more[0]);
+        move_to_inline(t, m->q[0]);
     } else {
-        while (t->more[k] != qd)
+        while (m->q[k] != qd)
             k++;
         nsrv_free(qd);
     }
-    memmove(&t->more[k], &t->more[k + 1], (t->n_qds - 2 - k) * sizeof t->more[0]);
-    if (--t->n_qds == 1) {
-        nsrv_free(t->more);
+    memmove(&m->q[k], &m->q[k + 1], (m->n - 1 - k) * sizeof m->q[0]);
+    if (--m->n == 0) {
+        nsrv_free(m);
         t->more = NULL;
     }
     nsrv__route_topic_invalidate(t);
@@ -440,9 +449,9 @@ void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cl
         return;
     if (!cluster || !*cluster) {
         for (;;) {
-            rt_qd_t *qd = nsrv__route_qd_at(t, t->n_qds - 1);
+            rt_qd_t *qd = nsrv__route_qd_at(t, nsrv__route_n_qds(t) - 1);
             rt_bname_t *b = qd->bname;
-            bool last = t->n_qds == 1;
+            bool last = t->more == NULL;
             nsrv__route_remove_qd(rt, qd); /* the last one frees t */
             nsrv__route_bname_release(rt, b);
             if (last)
@@ -457,7 +466,7 @@ void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cl
         rt_qd_t *qd = b ? nsrv__route_topic_qd(t, b) : NULL;
         if (!qd)
             continue;
-        bool last = t->n_qds == 1;
+        bool last = t->more == NULL;
         nsrv__route_remove_qd(rt, qd);
         nsrv__route_bname_release(rt, b);
         if (last)

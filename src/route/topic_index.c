@@ -59,43 +59,47 @@ void nsrv__tindex_put(rt_topic_index_t *ix, struct rt_topic *t) {
         ix->cap_order = ix->cap_order ? ix->cap_order * 2 : MIN_CAP;
         ix->order = nsrv_realloc(ix->order, ix->cap_order * sizeof ix->order[0]);
     }
-    t->pos = ix->n_order++;
-    ix->order[t->pos] = t;
-    slot_insert(ix, (rt_tslot_t){nsrv__tindex_hash(t->name), t->pos});
+    uint32_t pos = ix->n_order++;
+    ix->order[pos] = t;
+    slot_insert(ix, (rt_tslot_t){nsrv__tindex_hash(t->name), pos});
     ix->n++;
 }
 
-struct rt_topic *nsrv__tindex_get(const rt_topic_index_t *ix, const char *name) {
+/* The slot of name, or ix->cap; t: the topic wanted, or NULL for any of that name. */
+static size_t slot_find(const rt_topic_index_t *ix, const char *name, const struct rt_topic *t) {
     if (!ix->cap)
-        return NULL;
+        return 0;
     uint32_t h = nsrv__tindex_hash(name);
     size_t mask = ix->cap - 1;
     for (size_t i = h & mask; ix->slots[i].hash; i = (i + 1) & mask) {
-        if (ix->slots[i].hash == h) {
-            struct rt_topic *t = ix->order[ix->slots[i].pos];
-            if (strcmp(t->name, name) == 0)
-                return t;
-        }
+        if (ix->slots[i].hash != h)
+            continue;
+        const struct rt_topic *o = ix->order[ix->slots[i].pos];
+        if (t ? o == t : strcmp(o->name, name) == 0)
+            return i;
     }
-    return NULL;
+    return ix->cap;
 }
 
-/* Drops the tombstones: new positions keep the order; slots follow their topics. */
+struct rt_topic *nsrv__tindex_get(const rt_topic_index_t *ix, const char *name) {
+    size_t i = slot_find(ix, name, NULL);
+    return i < ix->cap ? ix->order[ix->slots[i].pos] : NULL;
+}
+
+/* Drops the tombstones: positions keep their order; slots follow their topics. */
 static void compact(rt_topic_index_t *ix) {
+    uint32_t *to = nsrv_malloc(ix->n_order * sizeof to[0]);
     uint32_t k = 0;
     for (uint32_t i = 0; i < ix->n_order; i++) {
-        if (ix->order[i])
-            ix->order[i]->pos = k++;
-    }
-    for (size_t i = 0; i < ix->cap; i++) {
-        if (ix->slots[i].hash)
-            ix->slots[i].pos = ix->order[ix->slots[i].pos]->pos;
-    }
-    k = 0;
-    for (uint32_t i = 0; i < ix->n_order; i++) {
+        to[i] = k;
         if (ix->order[i])
             ix->order[k++] = ix->order[i];
     }
+    for (size_t i = 0; i < ix->cap; i++) {
+        if (ix->slots[i].hash)
+            ix->slots[i].pos = to[ix->slots[i].pos];
+    }
+    nsrv_free(to);
     ix->n_order = k;
     if (ix->cap_order > MIN_CAP && (size_t)k * 4 < ix->cap_order) {
         ix->cap_order /= 2;
@@ -103,15 +107,10 @@ static void compact(rt_topic_index_t *ix) {
     }
 }
 
-/* Removes by backward shift: every later entry of the probe run that may move
+/* Empties slot i by backward shift: every later entry of the probe run that may move
  * into the hole does, so lookups never need tombstones. */
-static void slot_delete(rt_topic_index_t *ix, uint32_t hash, uint32_t pos) {
+static void slot_delete(rt_topic_index_t *ix, size_t i) {
     size_t mask = ix->cap - 1;
-    size_t i = hash & mask;
-    while (ix->slots[i].hash && ix->slots[i].pos != pos)
-        i = (i + 1) & mask;
-    if (!ix->slots[i].hash)
-        return;
     for (size_t j = (i + 1) & mask; ix->slots[j].hash; j = (j + 1) & mask) {
         size_t home = ix->slots[j].hash & mask;
         /* j's entry may fill hole i unless its home lies cyclically in (i, j]. */
@@ -125,10 +124,11 @@ static void slot_delete(rt_topic_index_t *ix, uint32_t hash, uint32_t pos) {
 }
 
 void nsrv__tindex_del(rt_topic_index_t *ix, const struct rt_topic *t) {
-    if (!ix->cap || t->pos >= ix->n_order || ix->order[t->pos] != t)
+    size_t i = slot_find(ix, t->name, t);
+    if (i >= ix->cap)
         return;
-    slot_delete(ix, nsrv__tindex_hash(t->name), t->pos);
-    ix->order[t->pos] = NULL;
+    ix->order[ix->slots[i].pos] = NULL;
+    slot_delete(ix, i);
     ix->n--;
     while (ix->n_order && !ix->order[ix->n_order - 1])
         ix->n_order--; /* the newest went first: nothing to compact */

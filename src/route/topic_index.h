@@ -10,8 +10,9 @@
  * until the next compaction) and 8-byte slots at 25-50 % load. The order array
  * is what the topic lists iterate (creation order, proto/requests.md §2.11);
  * a removed topic leaves a NULL that a later removal compacts away once the
- * tombstones are half the array, renumbering positions in the topics and the
- * slots. Loop thread only.
+ * tombstones are half the array, renumbering the positions in the slots. A
+ * topic does not store its position: removal finds its slot by name. Loop
+ * thread only.
  */
 #pragma once
 
@@ -34,7 +35,7 @@ typedef struct {
 } rt_topic_index_t;
 
 uint32_t nsrv__tindex_hash(const char *name);
-/* Appends t (whose name is not in the index yet) and sets t->pos. */
+/* Appends t, whose name is not in the index yet. */
 void nsrv__tindex_put(rt_topic_index_t *ix, struct rt_topic *t);
 /* Removes t; may renumber the positions of the others (never their order). */
 void nsrv__tindex_del(rt_topic_index_t *ix, const struct rt_topic *t);

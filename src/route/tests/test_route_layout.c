@@ -36,10 +36,10 @@ static void test_one_two_one(void **state) {
     add_queue_data(rt, "T", "broker-a", 6);
     rt_topic_t *t = topic(rt, "T");
     assert_non_null(t);
-    assert_int_equal(t->n_qds, 1);
+    assert_int_equal(nsrv__route_n_qds(t), 1);
     assert_null(t->more);
     add_queue_data(rt, "T", "broker-b", 6);
-    assert_int_equal(t->n_qds, 2);
+    assert_int_equal(nsrv__route_n_qds(t), 2);
     assert_non_null(t->more);
     rt_assert_ok(rt, T0);
     const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
@@ -48,7 +48,7 @@ static void test_one_two_one(void **state) {
     assert_true(rt_contains(s, "},{\"brokerName\":\"broker-b\""));
     nsrv_route_delete_topic(rt, "T", "C2");
     assert_ptr_equal(topic(rt, "T"), t);
-    assert_int_equal(t->n_qds, 1);
+    assert_int_equal(nsrv__route_n_qds(t), 1);
     assert_null(t->more);
     assert_string_equal(t->qd0.bname->name, "broker-a");
     rt_assert_ok(rt, T0);
@@ -72,16 +72,16 @@ static void test_first_removed_moves_inline(void **state) {
     assert_non_null(t->cache);
 
     nsrv_route_delete_topic(rt, "T", "C1");
-    assert_int_equal(t->n_qds, 2);
+    assert_int_equal(nsrv__route_n_qds(t), 2);
     assert_string_equal(t->qd0.bname->name, "broker-b");
-    assert_string_equal(t->more[0]->bname->name, "broker-c");
+    assert_string_equal(t->more->q[0]->bname->name, "broker-c");
     assert_null(t->cache); /* the change dropped the cached bodies */
     rt_assert_ok(rt, T0);
 
     /* The moved entry is found through broker-b's list: wipe reaches it. */
     assert_int_equal(nsrv_route_wipe_write_perm(rt, "broker-b"), 4);
     assert_int_equal(t->qd0.perm, 4);
-    assert_int_equal(t->more[0]->perm, 6);
+    assert_int_equal(t->more->q[0]->perm, 6);
     const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
     assert_true(rt_contains(s, "\"queueDatas\":[{\"brokerName\":\"broker-b\",\"perm\":4"));
     assert_true(rt_contains(s, "},{\"brokerName\":\"broker-c\",\"perm\":6"));
@@ -89,7 +89,7 @@ static void test_first_removed_moves_inline(void **state) {
     /* broker-b's group goes: its inline entry is replaced by broker-c's, the last. */
     nsrv_route_unregister_broker(rt, "C2", "b:1", "broker-b", 0);
     assert_ptr_equal(topic(rt, "T"), t);
-    assert_int_equal(t->n_qds, 1);
+    assert_int_equal(nsrv__route_n_qds(t), 1);
     assert_null(t->more);
     assert_string_equal(t->qd0.bname->name, "broker-c");
     assert_null(topic(rt, "B-later"));
@@ -114,6 +114,40 @@ static void test_cache_only_for_queried_topics(void **state) {
     rt_assert_ok(rt, T0);
     nsrv_route_wipe_write_perm(rt, "broker-a");
     assert_null(topic(rt, "A-own")->cache);
+    rt_check_and_free(&rt, &b, T0);
+}
+
+/* A topic on six brokers: the array grows past one doubling, entries leave from the
+ * middle, the end and the front, and the order of the rest holds. */
+static void test_many_queue_data(void **state) {
+    (void)state;
+    nsrv_route_t *rt = nsrv_route_create();
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    static const char *const names[] = {"b0", "b1", "b2", "b3", "b4", "b5"};
+    char cluster[8], addr[16];
+    for (int i = 0; i < 6; i++) {
+        snprintf(cluster, sizeof cluster, "C%d", i);
+        snprintf(addr, sizeof addr, "h%d:1", i);
+        rt_reg_simple(rt, cluster, addr, names[i], 0, NULL, T0);
+        add_queue_data(rt, "T", names[i], 6);
+    }
+    rt_topic_t *t = topic(rt, "T");
+    assert_int_equal(nsrv__route_n_qds(t), 6);
+    nsrv_route_delete_topic(rt, "T", "C3"); /* middle */
+    nsrv_route_delete_topic(rt, "T", "C5"); /* end */
+    nsrv_route_delete_topic(rt, "T", "C0"); /* front: b1 moves inline */
+    rt_assert_ok(rt, T0);
+    static const char *const left[] = {"b1", "b2", "b4"};
+    assert_int_equal(nsrv__route_n_qds(t), 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(nsrv__route_qd_at(t, i)->bname->name, left[i]);
+    add_queue_data(rt, "T", "b0", 6); /* back in, now last */
+    assert_string_equal(nsrv__route_qd_at(t, 3)->bname->name, "b0");
+    const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
+    const char *p1 = strstr(s, "\"brokerName\":\"b1\",\"perm"),
+               *p0 = strstr(s, "\"brokerName\":\"b0\",\"perm");
+    assert_non_null(p1);
+    assert_true(p0 > p1);
     rt_check_and_free(&rt, &b, T0);
 }
 
@@ -172,9 +206,9 @@ static void test_million_topic_churn(void **state) {
         if (i % 10 == 0) {
             /* The inline entry goes first; the array's entry moves in. */
             rt_topic_t *t = nsrv__route_topic_find(rt, name);
-            assert_int_equal(t->n_qds, 2);
+            assert_int_equal(nsrv__route_n_qds(t), 2);
             nsrv__route_remove_qd(rt, &t->qd0);
-            assert_int_equal(t->n_qds, 1);
+            assert_int_equal(nsrv__route_n_qds(t), 1);
             assert_ptr_equal(t->qd0.bname, bn[(i + 1) % BROKERS]);
         }
         nsrv_route_delete_topic(rt, name, NULL);
@@ -207,4 +241,4 @@ static void test_million_topic_churn(void **state) {
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_one_two_one),
                cmocka_unit_test(test_first_removed_moves_inline),
                cmocka_unit_test(test_cache_only_for_queried_topics),
-               cmocka_unit_test(test_million_topic_churn))
+               cmocka_unit_test(test_many_queue_data), cmocka_unit_test(test_million_topic_churn))
