@@ -452,15 +452,15 @@ void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
 void nsrv__conn_continue(nsrv_conn_t *c) {
     if (c->closing)
         return;
-    /* Reading was on when the job paused it: back on first, so that a yield or back-pressure
-     * in what follows stops it the usual way and resumes it (in shutdown too). */
-    if (!conn_blocked(c))
-        set_reading(c, true);
-    conn_process(c);
-    if (!c->closing && !conn_blocked(c) && !c->yielded)
-        set_reading(c, true);
-    if (!c->closing && c->srv->shutting_down)
-        nsrv__conn_maybe_finish(c);
+    /*
+     * Not now: the big request just run (and the freeing of its multi-megabyte buffers)
+     * took this loop turn's share; what the connection holds next runs as a yielded batch
+     * on the next turn, after other connections' ready input. Reading was on when the job
+     * paused it, so the resume turns it back on (in shutdown too).
+     */
+    c->yielded = true;
+    c->yield_paused_reading = true;
+    uv_idle_start(&c->srv->resume, nsrv__conn_resume_cb);
 }
 
 /*

@@ -182,7 +182,8 @@ void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n);
 void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep);
 /* Sends the replies batched so far. */
 void nsrv__conn_flush(nsrv_conn_t *c);
-/* Processes what the connection holds (after a worker job), reads again if it may. */
+/* After a worker job: what the connection holds is processed on the next loop turn, and
+ * reading resumes then if it may. */
 void nsrv__conn_continue(nsrv_conn_t *c);
 
 /* conn_offload.c */
