@@ -272,13 +272,29 @@ class Runner:
                 stats = json.loads(line)
         return stats
 
-    def bench(self, port: int, opts: List[str], seconds: int, warmup: int) -> dict:
+    def bench(self, port: int, opts: List[str], seconds: int, warmup: int, server_pid: int = 0) -> dict:
         argv = ["taskset", "-c", LOAD_CPU, str(self.tools / "nsrv-bench"), "-a", f"127.0.0.1:{port}",
                 "-s", str(seconds + warmup), "-w", str(warmup), *opts]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + warmup + 60)
-        if r.returncode != 0 or not r.stdout.strip():
-            raise RuntimeError(f"nsrv-bench failed ({r.returncode}): {r.stderr.strip()[-300:]}")
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # The server's CPU time over the measured window (after the warm-up, to the end of
+        # the load): CPU per request does not depend on how much of the core the server got,
+        # so it compares servers on a machine whose capacity moves, where throughput cannot.
+        cpu0 = 0.0
+        if server_pid:
+            time.sleep(warmup)
+            cpu0 = cpu_seconds(server_pid)
+        try:
+            out, err = proc.communicate(timeout=seconds + warmup + 60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        cpu1 = cpu_seconds(server_pid) if server_pid else 0.0
+        if proc.returncode != 0 or not out.strip():
+            raise RuntimeError(f"nsrv-bench failed ({proc.returncode}): {err.strip()[-300:]}")
+        res = json.loads(out.strip().splitlines()[-1])
+        if server_pid and res.get("requests"):
+            res["cpu_us_per_req"] = round((cpu1 - cpu0) * 1e6 / res["requests"], 3)
+        return res
 
     def run_cell(self, srv: Server, p: Profile, workdir: Path) -> dict:
         a = self.a
@@ -310,7 +326,8 @@ class Runner:
                 res.update({"reg_count": st.get("lat_count", 0), "reg_p50_us": st.get("lat_p50_us", 0),
                             "reg_p99_us": st.get("lat_p99_us", 0), "reg_failed": st.get("reg_failed", 0)})
             else:
-                res.update(self.bench(srv.port, p.bench, a.seconds, warm))
+                res.update(self.bench(srv.port, p.bench, a.seconds, warm,
+                                      srv.proc.pid if p.kind in REPEATED_KINDS else 0))
                 res["rss_kib"] = srv.rss_kib()
             if sim:
                 self.sim_stop(sim, workdir, "data")
@@ -338,6 +355,10 @@ def summarise_runs(rs: List[dict]) -> dict:
     med = dict(good[(len(good) - 1) // 2])  # the lower middle one for an even count: never a mean of two
     med["runs"] = [r.get("qps") if "error" not in r else None for r in rs]
     med["qps_min"], med["qps_max"] = good[0]["qps"], good[-1]["qps"]
+    cpus = [r["cpu_us_per_req"] for r in good if r.get("cpu_us_per_req")]
+    med["cpu_runs"] = [r.get("cpu_us_per_req") if "error" not in r else None for r in rs]
+    if cpus:
+        med["cpu_us_per_req"] = median(cpus)
     return med
 
 
@@ -356,6 +377,15 @@ def median(xs: List[float]) -> float:
 # What the progress line shows of a cell.
 SHOWN_KEYS = ("qps", "p99_us", "rss_kib", "startup_ms", "reg_p50_us", "java_heap", "gc_pauses", "gc_full",
               "gc_pause_ms", "error")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (/proc/PID/stat, clock ticks)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def load_average() -> str:
@@ -421,6 +451,8 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
                     extra = f" (route p99 {fmt(r.get('p99_us'), 'us')})"
                 if p.kind == "growth":
                     extra += f", {fmt(r.get('rss_kib'), 'kib')}"
+                if r.get("cpu_us_per_req"):
+                    extra += f", {r['cpu_us_per_req']:.2f} µs CPU/req"
                 if r.get("runs") and len(r["runs"]) > 1:
                     extra += f"; {sum(1 for q in r['runs'] if q)} runs: {fmt(r['qps_min'], '/s')}–" \
                              f"{fmt(r['qps_max'], '/s')}"
@@ -440,6 +472,9 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
         if len(pairs) > 1:
             ratio = f"{100 * median(pairs):.0f} % of {ref} (median of {len(pairs)} pairs: " \
                     f"{100 * min(pairs):.0f}–{100 * max(pairs):.0f} %)"
+            cpu_pairs = [o / m for m, o in zip(mine.get("cpu_runs", []), other.get("cpu_runs", [])) if m and o]
+            if len(cpu_pairs) > 1:
+                ratio += f"; by server CPU per request {100 * median(cpu_pairs):.0f} %"
         elif mine.get(key) and other.get(key):
             ratio = f"{100 * mine[key] / other[key]:.0f} % of {ref}" if unit == "/s" else \
                 f"{mine[key] / other[key]:.3g}× {ref}"
@@ -449,7 +484,7 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
             rows.append({"profile": p.key, "server": s.name, **{k: r.get(k, "") for k in
                          ("qps", "p50_us", "p99_us", "p999_us", "reply_bytes", "errors", "rss_kib", "startup_ms",
                           "reg_count", "reg_p50_us", "reg_p99_us", "java_heap", "gc_pauses", "gc_full",
-                          "gc_pause_ms", "error", "qps_min", "qps_max")},
+                          "gc_pause_ms", "error", "qps_min", "qps_max", "cpu_us_per_req")},
                          "runs": ";".join("" if q is None else f"{q:.0f}" for q in r.get("runs", [])),
                          "unavailable": s.why_not})
     unavailable = [f"- {s.name}: {s.why_not}" for s in servers if s.why_not]
