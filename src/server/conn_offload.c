@@ -84,6 +84,30 @@ static void job_free(nsrv_offload_job_t *j) {
     nsrv_free(j);
 }
 
+/* The worker half of job_free_later: the multi-megabyte frees (and their page unmapping). */
+static void free_work_cb(uv_work_t *w) {
+    nsrv_offload_job_t *j = w->data;
+    nsrv_arena_deinit(&j->arena);
+    nsrv_buf_deinit(&j->frame_buf);
+}
+
+static void free_after_cb(uv_work_t *w, int status) {
+    (void)status;
+    nsrv_free(w->data);
+}
+
+/* job_free with the big buffers freed on a worker: giving a 4 MiB frame and its decode's arena
+ * back to the system costs the loop a few hundred microseconds it owes no one. */
+static void job_free_later(nsrv_server_t *srv, nsrv_offload_job_t *j) {
+    nsrv_processor_prep_release(&j->prep);
+    j->conn = NULL;
+    if (uv_queue_work(&srv->loop, &j->work, free_work_cb, free_after_cb) != 0) {
+        nsrv_arena_deinit(&j->arena);
+        nsrv_buf_deinit(&j->frame_buf);
+        nsrv_free(j);
+    }
+}
+
 /* Once per pool thread: only this thread's nice value changes (Linux: per thread). */
 static void lower_this_thread_priority(void) {
     static _Thread_local bool lowered;
@@ -125,7 +149,7 @@ static void after_work_cb(uv_work_t *w, int status) {
     nsrv_arena_reset(&srv->arena);
     nsrv__conn_run_request(c, &j->req, &j->prep);
     nsrv__conn_flush(c);
-    job_free(j);
+    job_free_later(srv, j);
     srv->trim_due = true; /* the decode's arena and the frame were big: see conn_hygiene.c */
     nsrv__big_frame_cpu(srv, nsrv__thread_cpu_ns() - cpu0);
     nsrv__conn_continue(c);
