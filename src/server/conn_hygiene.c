@@ -174,8 +174,11 @@ void nsrv__conn_input_changed(nsrv_conn_t *c) {
     size_t now = c->closing ? 0 : c->in.cap;
     srv->in_buffered_bytes = srv->in_buffered_bytes - c->in_counted + now;
     c->in_counted = now;
-    shed_until_under(srv, &INPUT_CAP, &srv->in_buffered_bytes, srv->cfg->total_input_limit_bytes,
-                     &srv->input_shed_total, &srv->in_shed_since_log, &srv->in_shed_logged_ms);
+    /* The shedding loop's own first test, here: this runs after every read. */
+    if (srv->in_buffered_bytes > (uint64_t)srv->cfg->total_input_limit_bytes)
+        shed_until_under(srv, &INPUT_CAP, &srv->in_buffered_bytes,
+                         srv->cfg->total_input_limit_bytes, &srv->input_shed_total,
+                         &srv->in_shed_since_log, &srv->in_shed_logged_ms);
 }
 
 void nsrv__conn_output_done(nsrv_conn_t *c, size_t bytes) {
