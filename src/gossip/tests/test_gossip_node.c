@@ -896,6 +896,15 @@ static void test_new_incarnation_first_datagram_delayed_cannot_stretch(void **st
     sim_del(s);
 }
 
+/* Nodes A and B; broker b registered with A, settle_ms ago. */
+static gs_sim_t *two_nodes_broker_at_a(gs_broker_t *b, uint64_t settle_ms) {
+    gs_sim_t *s = sim_new(2, 0);
+    gs_broker_init(b, 1);
+    gs_register(s, A, b);
+    gs_run(s, settle_ms);
+    return s;
+}
+
 /*
  * FIXED (was a bug; node.c apply_pull): a pulled registration
  * replaces the table's registration whatever the versions. If the broker
@@ -907,11 +916,8 @@ static void test_new_incarnation_first_datagram_delayed_cannot_stretch(void **st
  */
 static void test_pull_never_downgrades_direct_registration(void **state) {
     (void)state;
-    gs_sim_t *s = sim_new(2, 0);
     gs_broker_t b;
-    gs_broker_init(&b, 1);
-    gs_register(s, A, &b);
-    gs_run(s, 100);
+    gs_sim_t *s = two_nodes_broker_at_a(&b, 100);
     /* B asks A for everything (as at start-up); the broker registers a newer
      * table at B while the reply is on its way. */
     gs_msg_t m;
@@ -939,11 +945,8 @@ static void test_pull_never_downgrades_direct_registration(void **state) {
  */
 static void test_pulled_registration_within_our_limits(void **state) {
     (void)state;
-    gs_sim_t *s = sim_new(2, 0);
     gs_broker_t b;
-    gs_broker_init(&b, 1);
-    gs_register(s, A, &b);
-    gs_run(s, 10);
+    gs_sim_t *s = two_nodes_broker_at_a(&b, 10);
     s->reg_max_decoded_bytes = 16;
     assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 0);
     assert_false(gs_live(s, B, &b, NULL));

@@ -28,6 +28,15 @@ static void three_brokers(nsrv_route_t *rt) {
     rt_reg_simple(rt, "C3", "c:1", "broker-c", 0, "C-own", T0);
 }
 
+/* Topic "T" is still t, holding one queue data, inline, of broker bname; the table checks. */
+static void assert_only_inline(nsrv_route_t *rt, rt_topic_t *t, const char *bname) {
+    assert_ptr_equal(topic(rt, "T"), t);
+    assert_int_equal(nsrv__route_n_qds(t), 1);
+    assert_null(t->more);
+    assert_string_equal(t->qd0.bname->name, bname);
+    rt_assert_ok(rt, T0);
+}
+
 static void test_one_two_one(void **state) {
     (void)state;
     nsrv_route_t *rt = nsrv_route_create();
@@ -47,11 +56,7 @@ static void test_one_two_one(void **state) {
     assert_true(rt_contains(s, "\"queueDatas\":[{\"brokerName\":\"broker-a\""));
     assert_true(rt_contains(s, "},{\"brokerName\":\"broker-b\""));
     nsrv_route_delete_topic(rt, "T", "C2");
-    assert_ptr_equal(topic(rt, "T"), t);
-    assert_int_equal(nsrv__route_n_qds(t), 1);
-    assert_null(t->more);
-    assert_string_equal(t->qd0.bname->name, "broker-a");
-    rt_assert_ok(rt, T0);
+    assert_only_inline(rt, t, "broker-a");
     s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
     assert_false(rt_contains(s, "broker-b"));
     rt_check_and_free(&rt, &b, T0);
@@ -88,10 +93,7 @@ static void test_first_removed_moves_inline(void **state) {
 
     /* broker-b's group goes: its inline entry is replaced by broker-c's, the last. */
     nsrv_route_unregister_broker(rt, "C2", "b:1", "broker-b", 0);
-    assert_ptr_equal(topic(rt, "T"), t);
-    assert_int_equal(nsrv__route_n_qds(t), 1);
-    assert_null(t->more);
-    assert_string_equal(t->qd0.bname->name, "broker-c");
+    assert_only_inline(rt, t, "broker-c");
     assert_null(topic(rt, "B-later"));
     rt_assert_ok(rt, T0);
     assert_int_equal(nsrv_route_wipe_write_perm(rt, "broker-c"), 3);
