@@ -28,6 +28,9 @@ void nsrv_hist_observe_us(nsrv_hist_t *h, uint64_t us);
 
 /* Appends a metric family's "# HELP" and "# TYPE" lines (promtool wants both). */
 void nsrv_metric_family(nsrv_buf_t *out, const char *name, const char *type, const char *help);
+/* A family of one unlabelled sample: its header lines and "NAME value". */
+void nsrv_metric_u64(nsrv_buf_t *out, const char *name, const char *type, const char *help,
+                     uint64_t value);
 
 /*
  * Appends NAME_bucket{LABELS,le="..."} (cumulative), NAME_sum (seconds) and

@@ -35,3 +35,9 @@ void nsrv_hist_write(nsrv_buf_t *out, const char *name, const char *labels, cons
 void nsrv_metric_family(nsrv_buf_t *out, const char *name, const char *type, const char *help) {
     nsrv_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
+
+void nsrv_metric_u64(nsrv_buf_t *out, const char *name, const char *type, const char *help,
+                     uint64_t value) {
+    nsrv_metric_family(out, name, type, help);
+    nsrv_buf_printf(out, "%s %" PRIu64 "\n", name, value);
+}

@@ -630,31 +630,24 @@ static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *o
 }
 
 void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
-    nsrv_metric_family(out, "nsrvd_gossip_bytes_sent_total", "counter",
-                       "Gossip UDP payload bytes sent.");
-    nsrv_buf_printf(out, "nsrvd_gossip_bytes_sent_total %" PRIu64 "\n", n->c.bytes_sent);
-    nsrv_metric_family(out, "nsrvd_gossip_bytes_received_total", "counter",
-                       "Gossip UDP payload bytes received.");
-    nsrv_buf_printf(out, "nsrvd_gossip_bytes_received_total %" PRIu64 "\n", n->c.bytes_recv);
-    nsrv_metric_family(out, "nsrvd_gossip_datagrams_sent_total", "counter",
-                       "Gossip datagrams sent.");
-    nsrv_buf_printf(out, "nsrvd_gossip_datagrams_sent_total %" PRIu64 "\n", n->c.dgrams_sent);
-    nsrv_metric_family(out, "nsrvd_gossip_datagrams_received_total", "counter",
-                       "Gossip datagrams received (accepted or not).");
-    nsrv_buf_printf(out, "nsrvd_gossip_datagrams_received_total %" PRIu64 "\n", n->c.dgrams_recv);
+    nsrv_metric_u64(out, "nsrvd_gossip_bytes_sent_total", "counter",
+                    "Gossip UDP payload bytes sent.", n->c.bytes_sent);
+    nsrv_metric_u64(out, "nsrvd_gossip_bytes_received_total", "counter",
+                    "Gossip UDP payload bytes received.", n->c.bytes_recv);
+    nsrv_metric_u64(out, "nsrvd_gossip_datagrams_sent_total", "counter", "Gossip datagrams sent.",
+                    n->c.dgrams_sent);
+    nsrv_metric_u64(out, "nsrvd_gossip_datagrams_received_total", "counter",
+                    "Gossip datagrams received (accepted or not).", n->c.dgrams_recv);
     nsrv_metric_family(out, "nsrvd_gossip_pulls_total", "counter",
                        "Registration pulls this node made from peers, by result.");
     nsrv_buf_printf(out,
                     "nsrvd_gossip_pulls_total{result=\"ok\"} %" PRIu64 "\n"
                     "nsrvd_gossip_pulls_total{result=\"failed\"} %" PRIu64 "\n",
                     n->c.pulls_ok, n->c.pulls_failed);
-    nsrv_metric_family(out, "nsrvd_gossip_pulls_served_total", "counter",
-                       "Registration pulls served to peers.");
-    nsrv_buf_printf(out, "nsrvd_gossip_pulls_served_total %" PRIu64 "\n", n->c.pulls_served);
-    nsrv_metric_family(out, "nsrvd_gossip_brokers_imported_total", "counter",
-                       "Broker registrations taken from peers' pulls.");
-    nsrv_buf_printf(out, "nsrvd_gossip_brokers_imported_total %" PRIu64 "\n",
-                    n->c.brokers_imported);
+    nsrv_metric_u64(out, "nsrvd_gossip_pulls_served_total", "counter",
+                    "Registration pulls served to peers.", n->c.pulls_served);
+    nsrv_metric_u64(out, "nsrvd_gossip_brokers_imported_total", "counter",
+                    "Broker registrations taken from peers' pulls.", n->c.brokers_imported);
     nsrv_metric_family(out, "nsrvd_gossip_pull_conns_closed_total", "counter",
                        "Pull-listener connections closed early, by reason.");
     nsrv_buf_printf(out,

@@ -22,10 +22,13 @@ static void add_queue_data(nsrv_route_t *rt, const char *t, const char *broker, 
     nsrv_route_register_topic(rt, t, &qd, 1);
 }
 
-static void three_brokers(nsrv_route_t *rt) {
+/* A table of brokers a, b, c (clusters C1-C3), each with a topic of its own. */
+static nsrv_route_t *three_brokers(void) {
+    nsrv_route_t *rt = nsrv_route_create();
     rt_reg_simple(rt, "C1", "a:1", "broker-a", 0, "A-own", T0);
     rt_reg_simple(rt, "C2", "b:1", "broker-b", 0, "B-own", T0);
     rt_reg_simple(rt, "C3", "c:1", "broker-c", 0, "C-own", T0);
+    return rt;
 }
 
 /* Topic "T" is still t, holding one queue data, inline, of broker bname; the table checks. */
@@ -39,9 +42,8 @@ static void assert_only_inline(nsrv_route_t *rt, rt_topic_t *t, const char *bnam
 
 static void test_one_two_one(void **state) {
     (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    nsrv_route_t *rt = three_brokers();
     nsrv_buf_t b = NSRV_BUF_INIT;
-    three_brokers(rt);
     add_queue_data(rt, "T", "broker-a", 6);
     rt_topic_t *t = topic(rt, "T");
     assert_non_null(t);
@@ -64,9 +66,8 @@ static void test_one_two_one(void **state) {
 
 static void test_first_removed_moves_inline(void **state) {
     (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    nsrv_route_t *rt = three_brokers();
     nsrv_buf_t b = NSRV_BUF_INIT;
-    three_brokers(rt);
     add_queue_data(rt, "T", "broker-a", 6);
     add_queue_data(rt, "T", "broker-b", 6);
     add_queue_data(rt, "T", "broker-c", 6);
@@ -106,9 +107,8 @@ static void test_first_removed_moves_inline(void **state) {
 
 static void test_cache_only_for_queried_topics(void **state) {
     (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    nsrv_route_t *rt = three_brokers();
     nsrv_buf_t b = NSRV_BUF_INIT;
-    three_brokers(rt);
     assert_null(topic(rt, "A-own")->cache);
     assert_non_null(rt_route(rt, "A-own", NSRV_ROUTE_JSON_DEFAULT, T0, &b));
     assert_non_null(topic(rt, "A-own")->cache);
