@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,25 +630,35 @@ static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *o
     nsrv_free(info);
 }
 
+/* The counters exported as families of one unlabelled sample each. */
+static const struct {
+    const char *name, *help;
+    size_t offset; /* of a uint64_t in nsrv_gossip_counters_t */
+} plain_counters[] = {
+    {"nsrvd_gossip_bytes_sent_total", "Gossip UDP payload bytes sent.",
+     offsetof(nsrv_gossip_counters_t, bytes_sent)},
+    {"nsrvd_gossip_bytes_received_total", "Gossip UDP payload bytes received.",
+     offsetof(nsrv_gossip_counters_t, bytes_recv)},
+    {"nsrvd_gossip_datagrams_sent_total", "Gossip datagrams sent.",
+     offsetof(nsrv_gossip_counters_t, dgrams_sent)},
+    {"nsrvd_gossip_datagrams_received_total", "Gossip datagrams received (accepted or not).",
+     offsetof(nsrv_gossip_counters_t, dgrams_recv)},
+    {"nsrvd_gossip_pulls_served_total", "Registration pulls served to peers.",
+     offsetof(nsrv_gossip_counters_t, pulls_served)},
+    {"nsrvd_gossip_brokers_imported_total", "Broker registrations taken from peers' pulls.",
+     offsetof(nsrv_gossip_counters_t, brokers_imported)},
+};
+
 void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
-    nsrv_metric_u64(out, "nsrvd_gossip_bytes_sent_total", "counter",
-                    "Gossip UDP payload bytes sent.", n->c.bytes_sent);
-    nsrv_metric_u64(out, "nsrvd_gossip_bytes_received_total", "counter",
-                    "Gossip UDP payload bytes received.", n->c.bytes_recv);
-    nsrv_metric_u64(out, "nsrvd_gossip_datagrams_sent_total", "counter", "Gossip datagrams sent.",
-                    n->c.dgrams_sent);
-    nsrv_metric_u64(out, "nsrvd_gossip_datagrams_received_total", "counter",
-                    "Gossip datagrams received (accepted or not).", n->c.dgrams_recv);
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(plain_counters); i++)
+        nsrv_metric_u64(out, plain_counters[i].name, "counter", plain_counters[i].help,
+                        *(const uint64_t *)((const char *)&n->c + plain_counters[i].offset));
     nsrv_metric_family(out, "nsrvd_gossip_pulls_total", "counter",
                        "Registration pulls this node made from peers, by result.");
     nsrv_buf_printf(out,
                     "nsrvd_gossip_pulls_total{result=\"ok\"} %" PRIu64 "\n"
                     "nsrvd_gossip_pulls_total{result=\"failed\"} %" PRIu64 "\n",
                     n->c.pulls_ok, n->c.pulls_failed);
-    nsrv_metric_u64(out, "nsrvd_gossip_pulls_served_total", "counter",
-                    "Registration pulls served to peers.", n->c.pulls_served);
-    nsrv_metric_u64(out, "nsrvd_gossip_brokers_imported_total", "counter",
-                    "Broker registrations taken from peers' pulls.", n->c.brokers_imported);
     nsrv_metric_family(out, "nsrvd_gossip_pull_conns_closed_total", "counter",
                        "Pull-listener connections closed early, by reason.");
     nsrv_buf_printf(out,
