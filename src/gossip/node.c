@@ -631,23 +631,21 @@ static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *o
 }
 
 /* The counters exported as families of one unlabelled sample each. */
+#define CTR(field, suffix, help)                                                                   \
+    { "nsrvd_gossip_" suffix, help, offsetof(nsrv_gossip_counters_t, field) }
 static const struct {
     const char *name, *help;
     size_t offset; /* of a uint64_t in nsrv_gossip_counters_t */
 } plain_counters[] = {
-    {"nsrvd_gossip_bytes_sent_total", "Gossip UDP payload bytes sent.",
-     offsetof(nsrv_gossip_counters_t, bytes_sent)},
-    {"nsrvd_gossip_bytes_received_total", "Gossip UDP payload bytes received.",
-     offsetof(nsrv_gossip_counters_t, bytes_recv)},
-    {"nsrvd_gossip_datagrams_sent_total", "Gossip datagrams sent.",
-     offsetof(nsrv_gossip_counters_t, dgrams_sent)},
-    {"nsrvd_gossip_datagrams_received_total", "Gossip datagrams received (accepted or not).",
-     offsetof(nsrv_gossip_counters_t, dgrams_recv)},
-    {"nsrvd_gossip_pulls_served_total", "Registration pulls served to peers.",
-     offsetof(nsrv_gossip_counters_t, pulls_served)},
-    {"nsrvd_gossip_brokers_imported_total", "Broker registrations taken from peers' pulls.",
-     offsetof(nsrv_gossip_counters_t, brokers_imported)},
+    CTR(bytes_sent, "bytes_sent_total", "Gossip UDP payload bytes sent."),
+    CTR(bytes_recv, "bytes_received_total", "Gossip UDP payload bytes received."),
+    CTR(dgrams_sent, "datagrams_sent_total", "Gossip datagrams sent."),
+    CTR(dgrams_recv, "datagrams_received_total", "Gossip datagrams received (accepted or not)."),
+    CTR(pulls_served, "pulls_served_total", "Registration pulls served to peers."),
+    CTR(brokers_imported, "brokers_imported_total",
+        "Broker registrations taken from peers' pulls."),
 };
+#undef CTR
 
 void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
     for (size_t i = 0; i < NSRV_ARRAY_LEN(plain_counters); i++)

@@ -107,8 +107,8 @@ static void test_first_removed_moves_inline(void **state) {
 
 static void test_cache_only_for_queried_topics(void **state) {
     (void)state;
+    nsrv_buf_t b = NSRV_BUF_INIT; /* the route bodies' text */
     nsrv_route_t *rt = three_brokers();
-    nsrv_buf_t b = NSRV_BUF_INIT;
     assert_null(topic(rt, "A-own")->cache);
     assert_non_null(rt_route(rt, "A-own", NSRV_ROUTE_JSON_DEFAULT, T0, &b));
     assert_non_null(topic(rt, "A-own")->cache);
