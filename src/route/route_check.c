@@ -77,10 +77,8 @@ static int check_topics(const nsrv_route_t *rt, size_t *n_qds, char *why, size_t
     int rc = check_index(rt, why, why_len);
     if (rc)
         return rc;
-    for (uint32_t k = 0; k < rt->topic_index.n_order; k++) {
-        const rt_topic_t *t = rt->topic_index.order[k];
-        if (!t)
-            continue;
+    const rt_topic_t *t;
+    NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
         if (nsrv__route_topic_find(rt, t->name) != t)
             FAIL("topic '%s' not found through the index", t->name);
         if (t->more && t->more->n == 0)

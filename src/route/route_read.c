@@ -150,9 +150,9 @@ void nsrv_route_topic_list(nsrv_route_t *rt, nsrv_topic_filter_t f, uint64_t now
     nsrv__route_expire_due(rt, now_ms, NULL);
     nsrv_buf_append_c(out, "{\"topicList\":[");
     bool first = true;
-    for (uint32_t i = 0; i < rt->topic_index.n_order; i++) {
-        const rt_topic_t *t = rt->topic_index.order[i];
-        if (t && topic_matches(t, f))
+    const rt_topic_t *t;
+    NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
+        if (topic_matches(t, f))
             list_item(out, &first, t->name);
     }
     nsrv_buf_append_c(out, "]}");
@@ -181,9 +181,9 @@ void nsrv_route_topics_by_cluster(nsrv_route_t *rt, const char *cluster, uint64_
                 b->mark = mark;
         }
         bool first = true;
-        for (uint32_t k = 0; k < rt->topic_index.n_order; k++) {
-            const rt_topic_t *t = rt->topic_index.order[k];
-            for (size_t i = 0; t && i < nsrv__route_n_qds(t); i++) {
+        const rt_topic_t *t;
+        NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
+            for (size_t i = 0; i < nsrv__route_n_qds(t); i++) {
                 if (nsrv__route_qd_at(t, i)->bname->mark == mark) {
                     list_item(out, &first, t->name);
                     break;

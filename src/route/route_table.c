@@ -51,10 +51,8 @@ void nsrv_route_destroy(nsrv_route_t **prt) {
     if (!prt || !*prt)
         return;
     nsrv_route_t *rt = *prt;
-    for (uint32_t i = 0; i < rt->topic_index.n_order; i++) {
-        rt_topic_t *t = rt->topic_index.order[i];
-        if (!t)
-            continue;
+    rt_topic_t *t;
+    NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
         for (size_t j = 1; j < nsrv__route_n_qds(t); j++)
             nsrv_free(t->more->q[j - 1]);
         topic_free(t);
@@ -209,10 +207,9 @@ void nsrv__route_topic_invalidate(rt_topic_t *t) {
 }
 
 void nsrv__route_invalidate_all(nsrv_route_t *rt) {
-    for (uint32_t i = 0; i < rt->topic_index.n_order; i++) {
-        if (rt->topic_index.order[i])
-            nsrv__route_topic_invalidate(rt->topic_index.order[i]);
-    }
+    rt_topic_t *t;
+    NSRV__TINDEX_FOREACH(&rt->topic_index, t)
+    nsrv__route_topic_invalidate(t);
 }
 
 static void qd_set(rt_qd_t *qd, int32_t read_q, int32_t write_q, int32_t perm, int32_t sys_flag) {

@@ -41,5 +41,14 @@ void nsrv__tindex_put(rt_topic_index_t *ix, struct rt_topic *t);
 void nsrv__tindex_del(rt_topic_index_t *ix, const struct rt_topic *t);
 /* The topic named name, or NULL. */
 struct rt_topic *nsrv__tindex_get(const rt_topic_index_t *ix, const char *name);
+/*
+ * Runs the statement that follows with t (a declared topic pointer) set to each
+ * topic, in creation order, removed ones skipped. The index must not change
+ * while it runs.
+ */
+#define NSRV__TINDEX_FOREACH(ix, t)                                                                \
+    for (uint32_t tix_i_ = 0; tix_i_ < (ix)->n_order; tix_i_++)                                    \
+        if (((t) = (ix)->order[tix_i_]) == NULL) {                                                 \
+        } else
 /* Frees the index, not the topics. */
 void nsrv__tindex_free(rt_topic_index_t *ix);

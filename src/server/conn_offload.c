@@ -77,18 +77,21 @@ size_t nsrv__offload_min_bytes(const nsrv_server_t *srv) {
     return (size_t)srv->cfg->big_frame_worker_bytes;
 }
 
-static void job_free(nsrv_offload_job_t *j) {
-    nsrv_processor_prep_release(&j->prep);
+/* The job's big buffers: the frame and its decode's arena. */
+static void job_free_buffers(nsrv_offload_job_t *j) {
     nsrv_arena_deinit(&j->arena);
     nsrv_buf_deinit(&j->frame_buf);
+}
+
+static void job_free(nsrv_offload_job_t *j) {
+    nsrv_processor_prep_release(&j->prep);
+    job_free_buffers(j);
     nsrv_free(j);
 }
 
 /* The worker half of job_free_later: the multi-megabyte frees (and their page unmapping). */
 static void free_work_cb(uv_work_t *w) {
-    nsrv_offload_job_t *j = w->data;
-    nsrv_arena_deinit(&j->arena);
-    nsrv_buf_deinit(&j->frame_buf);
+    job_free_buffers(w->data);
 }
 
 static void free_after_cb(uv_work_t *w, int status) {
@@ -102,8 +105,7 @@ static void job_free_later(nsrv_server_t *srv, nsrv_offload_job_t *j) {
     nsrv_processor_prep_release(&j->prep);
     j->conn = NULL;
     if (uv_queue_work(&srv->loop, &j->work, free_work_cb, free_after_cb) != 0) {
-        nsrv_arena_deinit(&j->arena);
-        nsrv_buf_deinit(&j->frame_buf);
+        job_free_buffers(j);
         nsrv_free(j);
     }
 }

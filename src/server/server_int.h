@@ -205,8 +205,8 @@ void nsrv__big_frame_cpu(nsrv_server_t *srv, uint64_t cpu_ns);
 /* conn_tls.c */
 /* Builds the TLS context (tls.* keys); logs and returns -1 if it cannot. */
 int nsrv__tls_start(nsrv_server_t *srv);
-/* SIGHUP: new connections get the certificate and key of fresh; errors keep the old ones. */
-/* false: the running certificate was kept (logged). */
+/* SIGHUP: new connections get the certificate and key of fresh; on an error the running
+ * ones are kept (logged) and the result is false. */
 bool nsrv__tls_reload(nsrv_server_t *srv, const struct nsrv_config *fresh);
 void nsrv__tls_stop(nsrv_server_t *srv);
 /* Appends the TLS counters in Prometheus text. */
