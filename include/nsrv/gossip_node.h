@@ -191,6 +191,7 @@ typedef struct {
     uint64_t dgrams_sent, bytes_sent, dgrams_recv, bytes_recv;
     uint64_t pulls_ok, pulls_failed, pulls_served, brokers_imported;
     uint64_t tombstones_applied;
+    uint64_t pulled_refused; /* pulled registrations over our registration limits */
     /* pull server connections closed: not from a peer's IP, no complete
      * request in time, evicted by a newer one at the cap */
     uint64_t pull_conns_not_peer, pull_conns_timed_out, pull_conns_evicted;

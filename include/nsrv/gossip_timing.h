@@ -44,6 +44,10 @@
 #define NSRV_GOSSIP_PULL_KEYS_MAX 4096
 /* Keys waiting to be pulled from one peer; a peer cannot make us hold more. */
 #define NSRV_GOSSIP_PEND_MAX 65536
+/* A pulled registration this node refused (over its own registration limits)
+ * is not pulled again from that peer, at the same or an older data version, for
+ * this long (proto/gossip.md §7.5): the peer keeps offering it in its digests. */
+#define NSRV_GOSSIP_UNUSABLE_RETRY_MS 60000
 
 /*
  * A peer's clock anchor (a signed pull reply) is refreshed this often, so

@@ -377,12 +377,12 @@ static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
     if (!i || seen == 0) {
         /* Unknown broker, or no clock anchor for this peer yet: a pull brings
          * the registration and anchors the peer's clock (proto/gossip.md §7.6). */
-        nsrv__pend_add(n, pid, e->bkey, &e->dv);
+        nsrv__pend_add(n, pid, e->bkey, &e->dv, now);
         return;
     }
     nsrv_peer_seen_t r = nsrv_route_peer_seen(n->rt, i->cluster, i->addr, &e->dv, seen, now);
     if (r == NSRV_PEER_SEEN_UNKNOWN || r == NSRV_PEER_SEEN_NEWER)
-        nsrv__pend_add(n, pid, e->bkey, &e->dv);
+        nsrv__pend_add(n, pid, e->bkey, &e->dv, now);
     if (seen > i->via_seen_ms) {
         i->via_seen_ms = seen;
         i->via_peer = pid;
@@ -644,6 +644,8 @@ static const struct {
     CTR(pulls_served, "pulls_served_total", "Registration pulls served to peers."),
     CTR(brokers_imported, "brokers_imported_total",
         "Broker registrations taken from peers' pulls."),
+    CTR(pulled_refused, "pulled_registrations_refused_total",
+        "Pulled registrations over this node's registration limits, not adopted."),
 };
 #undef CTR
 

@@ -37,6 +37,15 @@ typedef struct {
     uint64_t sent_created; /* the live entry it carried: a returning broker is news */
 } nsrv__ident_t;
 
+/* A registration refused from one peer's pull, by key: not pulled again at
+ * this version or an older one until `until` (NSRV_GOSSIP_UNUSABLE_RETRY_MS). */
+typedef struct {
+    uint64_t key;
+    UT_hash_handle hh;
+    nsrv_data_version_t dv;
+    uint64_t until;
+} nsrv__unusable_t;
+
 /* A key waiting to be pulled from one peer. */
 typedef struct {
     uint64_t key;
@@ -66,6 +75,8 @@ typedef struct {
     nsrv__pend_t *pend;
     size_t n_pend;
     bool pend_all;
+    nsrv__unusable_t *unusable;
+    size_t n_unusable;
     /* digests */
     bool got_digest;          /* its first digest arrived: no more SYNC_REQ */
     uint64_t last_sync_reply; /* when we last answered its SYNC_REQ */
@@ -125,7 +136,7 @@ nsrv_gossip_send_opts_t nsrv__send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint
 nsrv__peer_state_t *nsrv__ps(nsrv_gossip_node_t *n, uint8_t peer);
 void nsrv__ps_free(nsrv_gossip_node_t *n, uint8_t peer);
 void nsrv__pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
-                    const nsrv_data_version_t *dv);
+                    const nsrv_data_version_t *dv, uint64_t now);
 /* Starts the pulls that are due (one per peer at a time, back-off, anchor refresh). */
 void nsrv__pull_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
 /* Abandons pulls older than NSRV_GOSSIP_PULL_DEADLINE_MS; returns the next pull deadline. */

@@ -28,9 +28,60 @@ nsrv__peer_state_t *nsrv__ps(nsrv_gossip_node_t *n, uint8_t peer) {
 
 /* ---- pending pulls ---- */
 
+static void unusable_del(nsrv__peer_state_t *ps, nsrv__unusable_t *u) {
+    HASH_DEL(ps->unusable, u);
+    nsrv_free(u);
+    ps->n_unusable--;
+}
+
+static void unusable_clear(nsrv__peer_state_t *ps) {
+    nsrv__unusable_t *u, *tmp;
+    HASH_ITER(hh, ps->unusable, u, tmp)
+    unusable_del(ps, u);
+}
+
+/* Remembers a refused registration; false when it was already remembered at
+ * this version (so the refusal is logged once per retry period, not per pull). */
+static bool unusable_put(nsrv__peer_state_t *ps, uint64_t key, const nsrv_data_version_t *dv,
+                         uint64_t now) {
+    nsrv__unusable_t *u;
+    HASH_FIND(hh, ps->unusable, &key, sizeof key, u);
+    if (u) {
+        bool again = now >= u->until || nsrv_data_version_cmp(dv, &u->dv) != 0;
+        u->dv = *dv;
+        u->until = now + NSRV_GOSSIP_UNUSABLE_RETRY_MS;
+        return again;
+    }
+    if (ps->n_unusable >= NSRV_GOSSIP_PEND_MAX) {
+        nsrv__unusable_t *tmp;
+        HASH_ITER(hh, ps->unusable, u, tmp) {
+            if (now >= u->until)
+                unusable_del(ps, u);
+        }
+        if (ps->n_unusable >= NSRV_GOSSIP_PEND_MAX)
+            return true;
+    }
+    u = nsrv_calloc(1, sizeof *u);
+    u->key = key;
+    u->dv = *dv;
+    u->until = now + NSRV_GOSSIP_UNUSABLE_RETRY_MS;
+    HASH_ADD(hh, ps->unusable, key, sizeof u->key, u);
+    ps->n_unusable++;
+    return true;
+}
+
 void nsrv__pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
-                    const nsrv_data_version_t *dv) {
+                    const nsrv_data_version_t *dv, uint64_t now) {
     nsrv__peer_state_t *ps = nsrv__ps(n, peer);
+    nsrv__unusable_t *u;
+    HASH_FIND(hh, ps->unusable, &key, sizeof key, u);
+    if (u) {
+        /* A newer version may fit our limits; the same one is retried only
+         * after the period, in case the limits were raised meanwhile. */
+        if (now < u->until && nsrv_data_version_cmp(dv, &u->dv) <= 0)
+            return;
+        unusable_del(ps, u);
+    }
     nsrv__pend_t *p;
     HASH_FIND(hh, ps->pend, &key, sizeof key, p);
     if (p) {
@@ -107,6 +158,7 @@ void nsrv__ps_free(nsrv_gossip_node_t *n, uint8_t peer) {
     if (!ps)
         return;
     pend_clear(ps);
+    unusable_clear(ps);
     pull_end(ps);
     nsrv_free(ps);
     n->ps[peer] = NULL;
@@ -247,6 +299,7 @@ size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
     nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(n->peers, peer_id);
     if (p)
         nsrv_gossip_peer_anchor(p, src_inc, src_mono, req_sent_mono, now_mono);
+    nsrv__peer_state_t *ps = nsrv__ps(n, peer_id);
     for (size_t k = 0; k < count; k++) {
         const nsrv_gossip_pull_item_t *it = &items[k];
         nsrv_arena_reset(&n->arena);
@@ -260,7 +313,12 @@ size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
         if (nsrv_register_body_decode_bounded(it->reg, it->reg_len, NSRV__GOSSIP_PULL_BODY_VERSION,
                                               false, &lim, &n->arena, &body, err,
                                               sizeof err) != 0) {
-            nsrv_log_warn("GOSSIP", "pulled registration from node %u unusable: %s", peer_id, err);
+            n->c.pulled_refused++;
+            if (unusable_put(ps, it->bkey, &it->dv, now_mono))
+                nsrv_log_warn("GOSSIP",
+                              "pulled registration from node %u unusable: %s (not pulled again "
+                              "at this version for %d s)",
+                              peer_id, err, NSRV_GOSSIP_UNUSABLE_RETRY_MS / 1000);
             continue;
         }
         body.data_version = it->dv;

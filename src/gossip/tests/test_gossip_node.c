@@ -958,6 +958,50 @@ static void test_pulled_registration_within_our_limits(void **state) {
     sim_del(s);
 }
 
+/* B's pending pulls from A: how many keys the next pull would ask for. */
+static size_t pending_from(gs_sim_t *s, uint8_t at, uint8_t from) {
+    bool all = false;
+    uint64_t keys[4];
+    return nsrv_gossip_node_take_pull(s->node[at].g, from, keys, 4, &all, gs_mono(s, at));
+}
+
+/*
+ * FIXED (was a waste; node_pull.c): a refused pulled registration left the broker
+ * unknown, so each digest of the peer naming it queued the same pull again, which
+ * fetched and refused the same (possibly multi-megabyte) registration and logged
+ * it, once per digest. It is now not pulled again at the same version for
+ * NSRV_GOSSIP_UNUSABLE_RETRY_MS; a newer version is pulled at once.
+ */
+static void test_refused_pull_not_repeated_per_digest(void **state) {
+    (void)state;
+    gs_broker_t b;
+    gs_sim_t *s = two_nodes_broker_at_a(&b, 10);
+    s->reg_max_decoded_bytes = 16;
+    assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 0);
+    const nsrv_gossip_counters_t *c = nsrv_gossip_node_counters(s->node[B].g);
+    assert_int_equal(c->pulled_refused, 1);
+    gs_full(s, A);
+    gs_run(s, 5);
+    assert_int_equal(pending_from(s, B, A), 0); /* fails without: 1, per digest */
+    /* A newer version may fit: pulled at once. */
+    b.dv.counter++;
+    gs_register(s, A, &b);
+    gs_full(s, A);
+    gs_run(s, 5);
+    assert_int_equal(pending_from(s, B, A), 1);
+    assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 0);
+    assert_int_equal(c->pulled_refused, 2);
+    /* The same version again after the period (the limits may have been raised). */
+    gs_run(s, NSRV_GOSSIP_UNUSABLE_RETRY_MS);
+    gs_full(s, A);
+    gs_run(s, 5);
+    assert_int_equal(pending_from(s, B, A), 1);
+    s->reg_max_decoded_bytes = 0;
+    assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 1);
+    assert_true(gs_live(s, B, &b, NULL));
+    sim_del(s);
+}
+
 /*
  * A pull reply carries every broker the responder holds, including those it
  * only learnt from peers, aged from the merged last-seen time, which itself
@@ -1071,6 +1115,7 @@ NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_replay_100s_later_cha
                cmocka_unit_test(test_new_incarnation_first_datagram_delayed_cannot_stretch),
                cmocka_unit_test(test_pull_never_downgrades_direct_registration),
                cmocka_unit_test(test_pulled_registration_within_our_limits),
+               cmocka_unit_test(test_refused_pull_not_repeated_per_digest),
                cmocka_unit_test(test_pull_relays_peer_learned_brokers_with_their_age),
                cmocka_unit_test(test_tombstone_for_broker_registered_since_last_digest),
                cmocka_unit_test(test_full_digest_repeats_the_newest_tombstone))
