@@ -37,15 +37,8 @@ add_dependencies(package_files manpage)
 include(GNUInstallDirs)
 install(TARGETS nsrvd RUNTIME DESTINATION bin)
 install(FILES ${PROJECT_BINARY_DIR}/package/nsrvd.properties DESTINATION /etc/nsrvd)
-# Type=notify needs sd_notify; a build without libsystemd ships the unit as Type=exec so
-# systemd does not wait for a READY=1 that never comes.
-pkg_check_modules(LIBSYSTEMD QUIET libsystemd)
-file(READ ${PROJECT_SOURCE_DIR}/conf/nsrvd.service unit)
-if(NOT LIBSYSTEMD_FOUND)
-  string(REPLACE "\nType=notify\n" "\nType=exec\n" unit "${unit}")
-endif()
-file(WRITE ${PROJECT_BINARY_DIR}/package/nsrvd.service "${unit}")
-set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/conf/nsrvd.service)
+# Type=notify: nsrvd speaks the notify protocol itself (src/server/sd_notify.c).
+configure_file(${PROJECT_SOURCE_DIR}/conf/nsrvd.service ${PROJECT_BINARY_DIR}/package/nsrvd.service COPYONLY)
 install(FILES ${PROJECT_BINARY_DIR}/package/nsrvd.service DESTINATION /lib/systemd/system)
 install(FILES ${man_gz} DESTINATION share/man/man8)
 install(FILES ${pkgdir}/copyright ${changelog}.gz DESTINATION share/doc/nsrvd)
