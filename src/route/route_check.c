@@ -4,6 +4,7 @@
  * randomized operation-sequence tests. Walks everything; never on a hot path.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "route_int.h"
@@ -71,50 +72,107 @@ static int check_index(const nsrv_route_t *rt, char *why, size_t why_len) {
     return 0;
 }
 
+/* The references of t: live ids, an array only for two or more, one per broker name.
+ * Counts them into refs[id] and *n_qds, and t's array into *n_arrays. */
+static int check_topic_qds(const nsrv_route_t *rt, const rt_topic_t *t, uint32_t *refs,
+                           size_t *n_qds, size_t *n_arrays, char *why, size_t why_len) {
+    if (nsrv__route_topic_find(rt, t->name) != t)
+        FAIL("topic '%s' not found through the index", t->name);
+    if (t->qref & RT_QREF_MANY) {
+        uint32_t a = t->qref & ~RT_QREF_MANY;
+        if (!nsrv__idvec_live(&rt->qd_arrays, a))
+            FAIL("topic '%s' names a freed queue-data array", t->name);
+        if (((const rt_qd_array_t *)nsrv__idvec_get(&rt->qd_arrays, a))->n < 2)
+            FAIL("topic '%s' keeps an array of fewer than two", t->name);
+        ++*n_arrays;
+    }
+    size_t n;
+    const uint32_t *ids = nsrv__route_qd_ids(rt, t, &n);
+    *n_qds += n;
+    for (size_t i = 0; i < n; i++) {
+        if (!nsrv__idvec_live(&rt->qd_ids, ids[i]))
+            FAIL("topic '%s' names a freed queue data", t->name);
+        refs[ids[i]]++;
+        const rt_qd_t *qd = nsrv__route_qd(rt, ids[i]);
+        if (qd->id != ids[i])
+            FAIL("queue data of '%s' under a wrong id", t->name);
+        if (nsrv__route_bname_find(rt, qd->bname->name) != qd->bname)
+            FAIL("qd of '%s' names an unindexed broker", t->name);
+        if (!qd->bname->present)
+            FAIL("topic '%s' has queue data of '%s' without BrokerData", t->name, qd->bname->name);
+        for (size_t j = 0; j < i; j++) {
+            if (nsrv__route_qd(rt, ids[j])->bname == qd->bname)
+                FAIL("topic '%s' has two qds for '%s'", t->name, qd->bname->name);
+        }
+    }
+    return 0;
+}
+
+/* Every interned value has as many references as topics name it, and is found by value. */
+static int check_interned(const nsrv_route_t *rt, const uint32_t *refs, size_t n_arrays, char *why,
+                          size_t why_len) {
+    size_t live = 0;
+    for (uint32_t id = 0; id < rt->qd_ids.n; id++) {
+        if (!nsrv__idvec_live(&rt->qd_ids, id))
+            continue;
+        live++;
+        const rt_qd_t *qd = nsrv__route_qd(rt, id), *found;
+        if (qd->refs == 0 || qd->refs != refs[id])
+            FAIL("queue data %u of '%s' counts %u references, the topics make %u", (unsigned)id,
+                 qd->bname->name, (unsigned)qd->refs, (unsigned)refs[id]);
+        HASH_FIND(hh, rt->qd_table, qd, RT_QD_KEY_LEN, found);
+        if (found != qd)
+            FAIL("queue data %u of '%s' not found by its value", (unsigned)id, qd->bname->name);
+    }
+    if (live != rt->qd_ids.used || live != HASH_COUNT(rt->qd_table))
+        FAIL("%zu interned queue data, %u ids used, %u in the table", live,
+             (unsigned)rt->qd_ids.used, (unsigned)HASH_COUNT(rt->qd_table));
+    if (n_arrays != rt->qd_arrays.used)
+        FAIL("%zu topics with queue-data arrays, %u arrays", n_arrays,
+             (unsigned)rt->qd_arrays.used);
+    return 0;
+}
+
 /* Counts into *n_qds the QueueData of every topic. */
 static int check_topics(const nsrv_route_t *rt, size_t *n_qds, char *why, size_t why_len) {
     *n_qds = 0;
     int rc = check_index(rt, why, why_len);
     if (rc)
         return rc;
+    uint32_t *refs = nsrv_calloc(rt->qd_ids.n + 1, sizeof refs[0]);
+    size_t n_arrays = 0;
     const rt_topic_t *t;
     NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
-        if (nsrv__route_topic_find(rt, t->name) != t)
-            FAIL("topic '%s' not found through the index", t->name);
-        if (t->more && t->more->n == 0)
-            FAIL("topic '%s' keeps an empty array", t->name);
-        *n_qds += nsrv__route_n_qds(t);
-        for (size_t i = 0; i < nsrv__route_n_qds(t); i++) {
-            const rt_qd_t *qd = nsrv__route_qd_at(t, i);
-            if (qd->topic != t)
-                FAIL("qd of '%s' points elsewhere", t->name);
-            if (nsrv__route_bname_find(rt, qd->bname->name) != qd->bname)
-                FAIL("qd of '%s' names an unindexed broker", t->name);
-            if (!qd->bname->present)
-                FAIL("topic '%s' has queue data of '%s' without BrokerData", t->name,
-                     qd->bname->name);
-            for (size_t j = 0; j < i; j++) {
-                if (nsrv__route_qd_at(t, j)->bname == qd->bname)
-                    FAIL("topic '%s' has two qds for '%s'", t->name, qd->bname->name);
-            }
-        }
-        rc = check_cache(rt, t, why, why_len);
+        rc = check_topic_qds(rt, t, refs, n_qds, &n_arrays, why, why_len);
+        if (!rc)
+            rc = check_cache(rt, t, why, why_len);
         if (rc)
-            return rc;
+            break;
     }
-    return 0;
+    if (!rc)
+        rc = check_interned(rt, refs, n_arrays, why, why_len);
+    nsrv_free(refs);
+    return rc;
 }
 
-/* Each broker's list holds only its own QueueData, each in its topic; that the lists hold
- * n_qds nodes in all then means every QueueData of every topic is in its broker's list
- * (a topic has at most one per broker), without a walk of the list per QueueData. */
+static int cmp_ptr(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each broker's vector holds, once each, topics with a QueueData of it; that the vectors
+ * hold n_qds entries in all then means every QueueData of every topic is in its broker's
+ * vector (a topic has at most one per broker). */
 static int check_bnames(const nsrv_route_t *rt, size_t n_qds, char *why, size_t why_len) {
     size_t listed = 0;
     for (const rt_bname_t *b = rt->bnames; b; b = b->hh.next) {
-        if (!b->present && !b->qd_head)
+        if (!b->present && !b->n_topics)
             FAIL("unreleased broker name '%s'", b->name);
         if (b->present && !b->cluster)
             FAIL("BrokerData '%s' without cluster", b->name);
+        if (b->n_topics > b->cap_topics)
+            FAIL("topic vector of '%s' holds %u in %u", b->name, (unsigned)b->n_topics,
+                 (unsigned)b->cap_topics);
         for (size_t i = 0; i < b->n_addrs; i++) {
             if (i && b->addrs[i - 1].id >= b->addrs[i].id)
                 FAIL("addrs of '%s' not sorted by unique id", b->name);
@@ -123,19 +181,31 @@ static int check_bnames(const nsrv_route_t *rt, size_t n_qds, char *why, size_t 
                     FAIL("address '%s' twice in '%s'", b->addrs[i].addr, b->name);
             }
         }
-        for (const rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext) {
-            if (++listed > n_qds)
-                FAIL("the broker lists hold more than the %zu queue data of the topics", n_qds);
-            if (qd->bname != b)
-                FAIL("foreign qd in list of '%s'", b->name);
-            if ((qd->bnext && qd->bnext->bprev != qd) || (!qd->bprev && b->qd_head != qd))
-                FAIL("broken qd links of '%s'", b->name);
-            if (nsrv__route_topic_qd(qd->topic, b) != qd)
-                FAIL("qd of '%s' not in its topic", b->name);
+        listed += b->n_topics;
+        if (listed > n_qds)
+            FAIL("the broker vectors hold more than the %zu queue data of the topics", n_qds);
+        for (uint32_t k = 0; k < b->n_topics; k++) {
+            const rt_topic_t *t = b->topics[k];
+            if (nsrv__route_topic_find(rt, t->name) != t)
+                FAIL("broker '%s' lists a topic that is not in the table", b->name);
+            if (!nsrv__route_topic_qd(rt, t, b))
+                FAIL("broker '%s' lists topic '%s', which has no queue data of it", b->name,
+                     t->name);
+        }
+        if (b->n_topics > 1) {
+            rt_topic_t **sorted = nsrv_malloc(b->n_topics * sizeof sorted[0]);
+            memcpy(sorted, b->topics, b->n_topics * sizeof sorted[0]);
+            qsort(sorted, b->n_topics, sizeof sorted[0], cmp_ptr);
+            bool dup = false;
+            for (uint32_t k = 1; k < b->n_topics && !dup; k++)
+                dup = sorted[k] == sorted[k - 1];
+            nsrv_free(sorted);
+            if (dup)
+                FAIL("broker '%s' lists a topic twice", b->name);
         }
     }
     if (listed != n_qds)
-        FAIL("the broker lists hold %zu of the %zu queue data of the topics", listed, n_qds);
+        FAIL("the broker vectors hold %zu of the %zu queue data of the topics", listed, n_qds);
     for (const rt_cluster_t *c = rt->clusters; c; c = c->hh.next) {
         if (!c->names)
             FAIL("empty cluster '%s'", c->name);

@@ -270,17 +270,17 @@ static bool qd_kept(const bd_view_t *v, size_t nb, const rt_qd_t *qd) {
 
 int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_route_json_t mode,
                              const char *order_conf, const char *zone, nsrv_buf_t *out) {
-    size_t n_qds = nsrv__route_n_qds(t);
+    size_t n_qds = nsrv__route_n_qds(rt, t);
     bd_view_t stack_v[VIEW_STACK];
     bd_view_t *v = n_qds <= VIEW_STACK ? stack_v : nsrv_malloc(n_qds * sizeof v[0]);
     size_t nb = 0;
     /* Step 2: a copy of the BrokerData of each broker name that has one. */
     for (size_t i = 0; i < n_qds; i++) {
-        const rt_bname_t *b = nsrv__route_qd_at(t, i)->bname;
+        const rt_bname_t *b = nsrv__route_qd_at(rt, t, i)->bname;
         if (!b->present)
             continue;
         v[nb].b = b;
-        v[nb].qd = nsrv__route_qd_at(t, i);
+        v[nb].qd = nsrv__route_qd_at(rt, t, i);
         v[nb].rewrite = false;
         v[nb].keep = true;
         nb++;
@@ -313,10 +313,10 @@ int nsrv__route_encode_route(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_r
     nsrv_buf_append_c(out, ",\"queueDatas\":[");
     first = true;
     for (size_t i = 0; i < n_qds; i++) {
-        if (zone && !qd_kept(v, nb, nsrv__route_qd_at(t, i)))
+        if (zone && !qd_kept(v, nb, nsrv__route_qd_at(rt, t, i)))
             continue;
         nsrv_buf_append_sep(out, &first);
-        write_qd(out, nsrv__route_qd_at(t, i), mode);
+        write_qd(out, nsrv__route_qd_at(rt, t, i), mode);
     }
     nsrv_buf_append_ch(out, ']');
     const rt_mtopic_t *mt = nsrv__route_mapping_find(rt, t->name);

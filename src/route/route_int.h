@@ -3,22 +3,24 @@
  * Route table internals shared by the route_*.c files. Not for other modules.
  *
  * Layout. Broker names are interned as rt_bname_t nodes. A node carries the
- * BrokerData of that name (when `present`) and an intrusive list of every
- * QueueData that names it, so "all topics of broker X" (unregister cleanup,
- * wipe/add perm, cache invalidation) walks only X's queue data instead of the
- * whole topic table. Topics keep their QueueData in insertion order, which is
- * the order routes are written in, and the table keeps its topics in creation
- * order (topic_index.h), the order of the topic lists (Java uses hash order;
+ * BrokerData of that name (when `present`) and a vector of the topics that
+ * have a QueueData of it, so "all topics of broker X" (unregister cleanup,
+ * wipe/add perm, cache invalidation) walks only X's topics instead of the
+ * whole topic table; that vector is unordered (swap-remove), and removing one
+ * topic from it searches it, which only the rare single-topic removals do.
+ * Topics keep their QueueData in insertion order, which is the order routes
+ * are written in, and the table keeps its topics in creation order
+ * (topic_index.h), the order of the topic lists (Java uses hash order;
  * clients sort).
  *
- * Memory (issue 12: a million topics must fit in tens of megabytes): a topic
- * is one allocation holding its first QueueData and its name; more QueueData
- * (a topic served by several broker groups) are separate nodes behind a
- * pointer array, and the cached route bodies exist only for topics that were
- * queried since their last change. The first QueueData moves inline when it
- * is removed and the topic keeps others, so a node's address is stable only
- * while its topic keeps its first entry: never hold a rt_qd_t pointer across
- * a removal of another QueueData of the same topic.
+ * Memory (issue 12: a million topics must fit in tens of megabytes):
+ * QueueData values are interned (rt_qd_t: immutable, refcounted, found by
+ * value), because all topics of a broker usually have the same queue numbers,
+ * perm and flags; a topic refers to them by 32-bit id (rt_qref_t): one id
+ * when it has one QueueData, else the id of an array of ids. A change of a
+ * QueueData is a new reference, never a write into a shared node. The cached
+ * route bodies exist only for topics that were queried since their last
+ * change.
  *
  * Cache invalidation. A topic's cached bodies depend on its QueueData, the
  * BrokerData of each broker name in it, filter servers of those addresses,
@@ -61,16 +63,40 @@ struct rt_bname {
     bool acting;      /* BrokerData.enableActingMaster */
     rt_addr_t *addrs; /* sorted by id; ids and addresses both unique */
     size_t n_addrs, cap_addrs;
-    rt_qd_t *qd_head; /* every QueueData naming this broker */
-    uint32_t mark;    /* scratch for set operations (see rt->mark_gen) */
+    rt_topic_t **topics; /* every topic with a QueueData of this name, unordered */
+    uint32_t n_topics, cap_topics;
+    uint32_t mark; /* scratch for set operations (see rt->mark_gen) */
 };
 
+/* A QueueData value, interned: shared by every topic that has it, never modified. */
 struct rt_qd {
+    /* The intern table's key: these five fields (RT_QD_KEY_LEN bytes, no padding). */
     rt_bname_t *bname;
-    rt_topic_t *topic;
-    rt_qd_t *bprev, *bnext; /* in bname->qd_head */
     int32_t read_queue_nums, write_queue_nums, perm, topic_sys_flag;
+    UT_hash_handle hh;
+    uint32_t id;   /* in rt->qd_ids */
+    uint32_t refs; /* references from topics */
 };
+#define RT_QD_KEY_LEN (offsetof(rt_qd_t, topic_sys_flag) + sizeof(int32_t))
+
+/* Pointers by 32-bit id, ids of freed entries reused (a free entry holds the next free id,
+ * tagged by its low bit, which no allocation has set). */
+typedef struct {
+    void **v;
+    uint32_t n, cap;
+    uint32_t free_head; /* a free id + 1, or 0 */
+    uint32_t used;
+} rt_idvec_t;
+
+uint32_t nsrv__idvec_put(rt_idvec_t *iv, void *p);
+void nsrv__idvec_del(rt_idvec_t *iv, uint32_t id);
+void nsrv__idvec_free(rt_idvec_t *iv);
+static inline void *nsrv__idvec_get(const rt_idvec_t *iv, uint32_t id) {
+    return iv->v[id];
+}
+static inline bool nsrv__idvec_live(const rt_idvec_t *iv, uint32_t id) {
+    return id < iv->n && !((uintptr_t)iv->v[id] & 1);
+}
 
 typedef struct {
     bool valid;
@@ -84,28 +110,22 @@ typedef struct {
     rt_cache_t mode[2];
 } rt_tcache_t;
 
-/* A topic's QueueData after the first. Its capacity is the power of two at or above n
- * (it grows by doubling and never shrinks until freed), so it is not stored. */
+/* A topic's QueueData: an id in rt->qd_ids, or RT_QREF_MANY | an id in rt->qd_arrays. */
+typedef uint32_t rt_qref_t;
+#define RT_QREF_MANY 0x80000000u
+
+/* The QueueData ids of a topic that has two or more, in insertion order. Its capacity is
+ * the power of two at or above n (it grows by doubling), so it is not stored. */
 typedef struct {
-    uint32_t n; /* >= 1 */
-    rt_qd_t *q[];
-} rt_qd_more_t;
+    uint32_t n; /* >= 2 */
+    uint32_t q[];
+} rt_qd_array_t;
 
 struct rt_topic {
-    rt_qd_t qd0;        /* the first QueueData (a topic has at least one) */
-    rt_qd_more_t *more; /* the others, in insertion order; NULL when there are none */
     rt_tcache_t *cache; /* NULL until queried, and again once invalidated */
-    char name[];        /* in the same allocation: a lookup's compare touches no other memory */
+    rt_qref_t qref;
+    char name[]; /* in the same allocation: a lookup's compare touches no other memory */
 };
-
-static inline size_t nsrv__route_n_qds(const rt_topic_t *t) {
-    return t->more ? 1 + (size_t)t->more->n : 1;
-}
-
-/* The i-th QueueData of t, i < nsrv__route_n_qds(t). */
-static inline rt_qd_t *nsrv__route_qd_at(const rt_topic_t *t, size_t i) {
-    return i == 0 ? (rt_qd_t *)&t->qd0 : t->more->q[i - 1];
-}
 
 typedef struct {
     char *name;
@@ -180,6 +200,9 @@ struct nsrv_route {
     rt_filter_t *filters;
     rt_conn_t *conns;
     rt_mtopic_t *mappings; /* never cleaned by delete or unregister, as Java */
+    rt_qd_t *qd_table;     /* interned QueueData by value */
+    rt_idvec_t qd_ids;     /* rt_qd_t by id */
+    rt_idvec_t qd_arrays;  /* rt_qd_array_t by id */
     /* Lower bound of the earliest live deadline; UINT64_MAX when none. */
     uint64_t next_expiry;
     void (*close_cb)(void *ud, uint64_t conn_id);
@@ -210,14 +233,33 @@ bool nsrv__route_bname_remove_addr(rt_bname_t *b, const char *addr);
 bool nsrv__route_bname_put_addr(rt_bname_t *b, int64_t id, const char *addr, bool *was_empty);
 
 rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name);
-rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b);
+/* The QueueData ids of t, in insertion order; *n >= 1. Valid until t changes. */
+const uint32_t *nsrv__route_qd_ids(const nsrv_route_t *rt, const rt_topic_t *t, size_t *n);
+size_t nsrv__route_n_qds(const nsrv_route_t *rt, const rt_topic_t *t);
+/* The i-th QueueData of t, i < nsrv__route_n_qds(). */
+const rt_qd_t *nsrv__route_qd_at(const nsrv_route_t *rt, const rt_topic_t *t, size_t i);
+static inline const rt_qd_t *nsrv__route_qd(const nsrv_route_t *rt, uint32_t id) {
+    return (const rt_qd_t *)nsrv__idvec_get(&rt->qd_ids, id);
+}
+/* Frees t (its references released), which the index no longer holds. */
+void nsrv__route_topic_free(nsrv_route_t *rt, rt_topic_t *t);
+/* Frees the intern table and the id arrays (the topics are freed). */
+void nsrv__route_qd_free_all(nsrv_route_t *rt);
+/* t's QueueData of b, or NULL. */
+const rt_qd_t *nsrv__route_topic_qd(const nsrv_route_t *rt, const rt_topic_t *t,
+                                    const rt_bname_t *b);
 void nsrv__route_topic_invalidate(rt_topic_t *t);
 void nsrv__route_invalidate_all(nsrv_route_t *rt);
 /* createAndUpdateQueueData: insert, or replace only if different. */
 void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,
                            int32_t write_q, int32_t perm, int32_t sys_flag);
-/* Removes one QueueData; drops its topic when left empty. Does not release b. */
-void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd);
+/* Gives t's QueueData of b the perm p (a new reference when it differs). */
+void nsrv__route_set_perm(nsrv_route_t *rt, rt_topic_t *t, const rt_bname_t *b, int32_t p);
+/* Removes b's QueueData from b->topics[k]'s topic (swap-removing entry k); drops the
+ * topic when left empty. Does not release b. */
+void nsrv__route_remove_qd_at(nsrv_route_t *rt, rt_bname_t *b, uint32_t k);
+/* The same for topic t, found in b->topics by a search; nothing if t has none of b. */
+void nsrv__route_remove_qd(nsrv_route_t *rt, rt_topic_t *t, rt_bname_t *b);
 
 void nsrv__route_cluster_add(nsrv_route_t *rt, const char *cluster, const char *name);
 rt_cluster_t *nsrv__route_cluster_find(const nsrv_route_t *rt, const char *cluster);

@@ -96,13 +96,13 @@ int nsrv_route_export_body(nsrv_route_t *rt, const char *cluster, const char *ad
     out->data_version = l->dv;
     const rt_bname_t *b = l->name ? nsrv__route_bname_find(rt, l->name) : NULL;
     if (b) {
-        size_t n = 0;
-        for (const rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext)
-            n++;
+        size_t n = b->n_topics;
         out->topics = nsrv_arena_alloc(arena, (n ? n : 1) * sizeof out->topics[0]);
-        for (const rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext) {
+        for (size_t k = 0; k < n; k++) {
+            const rt_topic_t *topic = b->topics[k];
+            const rt_qd_t *qd = nsrv__route_topic_qd(rt, topic, b);
             nsrv_topic_config_t *t = &out->topics[out->n_topics++];
-            t->topic_name = nsrv_arena_strndup(arena, qd->topic->name, strlen(qd->topic->name));
+            t->topic_name = nsrv_arena_strndup(arena, topic->name, strlen(topic->name));
             t->read_queue_nums = qd->read_queue_nums;
             t->write_queue_nums = qd->write_queue_nums;
             t->perm = qd->perm;

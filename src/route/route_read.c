@@ -128,9 +128,9 @@ static void list_item(nsrv_buf_t *out, bool *first, const char *s) {
     nsrv__route_write_str(out, s, NSRV_ROUTE_JSON_DEFAULT);
 }
 
-static bool topic_matches(const rt_topic_t *t, nsrv_topic_filter_t f) {
+static bool topic_matches(const nsrv_route_t *rt, const rt_topic_t *t, nsrv_topic_filter_t f) {
     /* Java looks at the first QueueData of the topic's map. */
-    int32_t flag = t->qd0.topic_sys_flag;
+    int32_t flag = nsrv__route_qd_at(rt, t, 0)->topic_sys_flag;
     bool unit = flag & NSRV_TOPIC_FLAG_UNIT, unit_sub = flag & NSRV_TOPIC_FLAG_UNIT_SUB;
     switch (f) {
     case NSRV_TOPICS_ALL:
@@ -152,7 +152,7 @@ void nsrv_route_topic_list(nsrv_route_t *rt, nsrv_topic_filter_t f, uint64_t now
     bool first = true;
     const rt_topic_t *t;
     NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
-        if (topic_matches(t, f))
+        if (topic_matches(rt, t, f))
             list_item(out, &first, t->name);
     }
     nsrv_buf_append_c(out, "]}");
@@ -183,8 +183,10 @@ void nsrv_route_topics_by_cluster(nsrv_route_t *rt, const char *cluster, uint64_
         bool first = true;
         const rt_topic_t *t;
         NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
-            for (size_t i = 0; i < nsrv__route_n_qds(t); i++) {
-                if (nsrv__route_qd_at(t, i)->bname->mark == mark) {
+            size_t n;
+            const uint32_t *ids = nsrv__route_qd_ids(rt, t, &n);
+            for (size_t i = 0; i < n; i++) {
+                if (nsrv__route_qd(rt, ids[i])->bname->mark == mark) {
                     list_item(out, &first, t->name);
                     break;
                 }

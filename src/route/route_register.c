@@ -54,17 +54,16 @@ static void delete_unreported_topics(nsrv_route_t *rt, rt_bname_t *b,
         refs[i].name = name;
         HASH_ADD_KEYPTR(hh, set, name, strlen(name), &refs[i]);
     }
-    rt_qd_t *qd = b->qd_head;
-    while (qd) {
-        rt_qd_t *next = qd->bnext;
+    /* Backwards: a swap-remove moves into k an entry already visited. */
+    for (uint32_t k = b->n_topics; k-- > 0;) {
+        const char *topic = b->topics[k]->name;
         name_ref_t *found;
-        HASH_FIND_STR(set, qd->topic->name, found);
+        HASH_FIND_STR(set, topic, found);
         if (!found) {
             nsrv_log_info("ROUTE", "broker '%s' no longer reports topic '%s': queue data removed",
-                          b->name, qd->topic->name);
-            nsrv__route_remove_qd(rt, qd);
+                          b->name, topic);
+            nsrv__route_remove_qd_at(rt, b, k);
         }
-        qd = next;
     }
     HASH_CLEAR(hh, set);
     nsrv_free(refs);
@@ -192,7 +191,7 @@ void nsrv_route_register_broker(nsrv_route_t *rt, const nsrv_register_req_t *req
             bool act = register_first || dv_changed;
             if (!act) {
                 const rt_topic_t *t = nsrv__route_topic_find(rt, tc->topic_name);
-                act = !t || !nsrv__route_topic_qd(t, b);
+                act = !t || !nsrv__route_topic_qd(rt, t, b);
             }
             if (!act)
                 continue;

@@ -28,12 +28,6 @@ static void cache_clear(rt_cache_t *c) {
     c->body = NULL;
 }
 
-static void topic_free(rt_topic_t *t) {
-    nsrv__route_topic_invalidate(t);
-    nsrv_free(t->more);
-    nsrv_free(t); /* the first QueueData and the name are stored with it */
-}
-
 static void bname_clear_data(rt_bname_t *b) {
     for (size_t i = 0; i < b->n_addrs; i++)
         nsrv_free(b->addrs[i].addr);
@@ -52,19 +46,18 @@ void nsrv_route_destroy(nsrv_route_t **prt) {
         return;
     nsrv_route_t *rt = *prt;
     rt_topic_t *t;
-    NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
-        for (size_t j = 1; j < nsrv__route_n_qds(t); j++)
-            nsrv_free(t->more->q[j - 1]);
-        topic_free(t);
-    }
+    NSRV__TINDEX_FOREACH(&rt->topic_index, t)
+    nsrv__route_topic_free(rt, t);
     nsrv__tindex_free(&rt->topic_index);
     rt_bname_t *b, *bt;
     HASH_ITER(hh, rt->bnames, b, bt) {
         HASH_DEL(rt->bnames, b);
         bname_clear_data(b);
+        nsrv_free(b->topics);
         nsrv_free(b->name);
         nsrv_free(b);
     }
+    nsrv__route_qd_free_all(rt);
     rt_cluster_t *c, *ct;
     HASH_ITER(hh, rt->clusters, c, ct) {
         rt_name_t *n, *nt;
@@ -121,7 +114,7 @@ rt_bname_t *nsrv__route_bname_get(nsrv_route_t *rt, const char *name) {
 }
 
 void nsrv__route_bname_release(nsrv_route_t *rt, rt_bname_t *b) {
-    if (b->present || b->qd_head)
+    if (b->present || b->n_topics)
         return;
     HASH_DEL(rt->bnames, b);
     bname_clear_data(b);
@@ -131,8 +124,8 @@ void nsrv__route_bname_release(nsrv_route_t *rt, rt_bname_t *b) {
 
 void nsrv__route_bname_changed(nsrv_route_t *rt, rt_bname_t *b) {
     NSRV_UNUSED(rt);
-    for (rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext)
-        nsrv__route_topic_invalidate(qd->topic);
+    for (uint32_t k = 0; k < b->n_topics; k++)
+        nsrv__route_topic_invalidate(b->topics[k]);
 }
 
 const char *nsrv__route_bname_addr(const rt_bname_t *b, int64_t id) {
@@ -187,15 +180,6 @@ rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name) {
     return name ? nsrv__tindex_get(&rt->topic_index, name) : NULL;
 }
 
-rt_qd_t *nsrv__route_topic_qd(const rt_topic_t *t, const rt_bname_t *b) {
-    for (size_t i = 0, n = nsrv__route_n_qds(t); i < n; i++) {
-        rt_qd_t *qd = nsrv__route_qd_at(t, i);
-        if (qd->bname == b)
-            return qd;
-    }
-    return NULL;
-}
-
 void nsrv__route_topic_invalidate(rt_topic_t *t) {
     /* Keep nothing: a topic that is not read again should not hold memory. */
     if (!t->cache)
@@ -212,106 +196,10 @@ void nsrv__route_invalidate_all(nsrv_route_t *rt) {
     nsrv__route_topic_invalidate(t);
 }
 
-static void qd_set(rt_qd_t *qd, int32_t read_q, int32_t write_q, int32_t perm, int32_t sys_flag) {
-    qd->read_queue_nums = read_q;
-    qd->write_queue_nums = write_q;
-    qd->perm = perm;
-    qd->topic_sys_flag = sys_flag;
-}
-
-static void qd_link(rt_topic_t *t, rt_qd_t *qd, rt_bname_t *b) {
-    qd->bname = b;
-    qd->topic = t;
-    NSRV_DLIST_PUSH(b->qd_head, qd, bprev, bnext);
-}
-
-/* A new topic whose first QueueData is b's. */
-static rt_topic_t *topic_new(nsrv_route_t *rt, const char *name, rt_bname_t *b) {
-    size_t len = strlen(name);
-    rt_topic_t *t = nsrv_calloc(1, sizeof *t + len + 1);
-    memcpy(t->name, name, len + 1);
-    qd_link(t, &t->qd0, b);
-    nsrv__tindex_put(&rt->topic_index, t);
-    return t;
-}
-
-/* Adds a QueueData of b after t's others. */
-static rt_qd_t *topic_add_qd(rt_topic_t *t, rt_bname_t *b) {
-    /* Capacity (rt_qd_more_t): a count of 0 or a power of two is full. */
-    uint32_t k = t->more ? t->more->n : 0;
-    if ((k & (k - 1)) == 0)
-        t->more =
-            nsrv_realloc(t->more, sizeof *t->more + (k ? 2 * (size_t)k : 1) * sizeof(rt_qd_t *));
-    rt_qd_t *qd = nsrv_calloc(1, sizeof *qd);
-    t->more->q[k] = qd;
-    t->more->n = k + 1;
-    qd_link(t, qd, b);
-    return qd;
-}
-
-/* Puts the node `from` (a QueueData of t) in place of t->qd0, which was unlinked. */
-static void move_to_inline(rt_topic_t *t, rt_qd_t *from) {
-    t->qd0 = *from;
-    rt_qd_t *to = &t->qd0;
-    if (to->bprev)
-        to->bprev->bnext = to;
-    else
-        to->bname->qd_head = to;
-    if (to->bnext)
-        to->bnext->bprev = to;
-    nsrv_free(from);
-}
-
-void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,
-                           int32_t write_q, int32_t perm, int32_t sys_flag) {
-    rt_topic_t *t = nsrv__route_topic_find(rt, topic);
-    rt_qd_t *qd = NULL;
-    if (!t) {
-        t = topic_new(rt, topic, b);
-        qd = &t->qd0;
-    } else if ((qd = nsrv__route_topic_qd(t, b)) != NULL) {
-        if (qd->read_queue_nums == read_q && qd->write_queue_nums == write_q && qd->perm == perm &&
-            qd->topic_sys_flag == sys_flag)
-            return; /* Java replaces only when different; so do we, and keep the cache */
-    } else {
-        qd = topic_add_qd(t, b);
-    }
-    qd_set(qd, read_q, write_q, perm, sys_flag);
-    nsrv__route_topic_invalidate(t);
-}
-
-void nsrv__route_remove_qd(nsrv_route_t *rt, rt_qd_t *qd) {
-    rt_topic_t *t = qd->topic;
-    rt_bname_t *b = qd->bname;
-    NSRV_DLIST_UNLINK(b->qd_head, qd, bprev, bnext);
-    rt_qd_more_t *m = t->more;
-    if (!m) {
-        nsrv__tindex_del(&rt->topic_index, t);
-        topic_free(t);
-        return;
-    }
-    /* Index into m->q of the entry that leaves the array: the removed node, or
-     * q[0] when that one moves inline in place of the removed first. */
-    size_t k = 0;
-    if (qd == &t->qd0) {
-        move_to_inline(t, m->q[0]);
-    } else {
-        while (m->q[k] != qd)
-            k++;
-        nsrv_free(qd);
-    }
-    memmove(&m->q[k], &m->q[k + 1], (m->n - 1 - k) * sizeof m->q[0]);
-    if (--m->n == 0) {
-        nsrv_free(m);
-        t->more = NULL;
-    }
-    nsrv__route_topic_invalidate(t);
-}
-
 /* Removes every QueueData of b (its group is gone); empty topics are deleted. */
 static void remove_all_qds_of(nsrv_route_t *rt, rt_bname_t *b) {
-    while (b->qd_head)
-        nsrv__route_remove_qd(rt, b->qd_head);
+    while (b->n_topics)
+        nsrv__route_remove_qd_at(rt, b, b->n_topics - 1);
 }
 
 /* ---- clusters ---- */
@@ -396,11 +284,9 @@ void nsrv__route_unregister(nsrv_route_t *rt, const char *cluster, const char *a
     }
     /* A reduced group with acting master and no master left: its queues turn read-only. */
     if (b && b->present && b->acting && (b->n_addrs == 0 || b->addrs[0].id > 0)) {
-        for (rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext) {
-            if (qd->perm & NSRV_PERM_WRITE) {
-                qd->perm &= ~NSRV_PERM_WRITE;
-                nsrv__route_topic_invalidate(qd->topic);
-            }
+        for (uint32_t k = 0; k < b->n_topics; k++) {
+            rt_topic_t *t = b->topics[k];
+            nsrv__route_set_perm(rt, t, b, nsrv__route_topic_qd(rt, t, b)->perm & ~NSRV_PERM_WRITE);
         }
     }
 }
@@ -421,12 +307,11 @@ static int operate_write_perm(nsrv_route_t *rt, const char *broker_name, bool wi
     if (!b)
         return 0;
     int count = 0;
-    for (rt_qd_t *qd = b->qd_head; qd; qd = qd->bnext) {
-        int32_t perm = wipe ? (qd->perm & ~NSRV_PERM_WRITE) : (NSRV_PERM_READ | NSRV_PERM_WRITE);
-        if (perm != qd->perm) {
-            qd->perm = perm;
-            nsrv__route_topic_invalidate(qd->topic);
-        }
+    for (uint32_t k = 0; k < b->n_topics; k++) {
+        rt_topic_t *t = b->topics[k];
+        int32_t perm = nsrv__route_topic_qd(rt, t, b)->perm;
+        nsrv__route_set_perm(rt, t, b,
+                             wipe ? (perm & ~NSRV_PERM_WRITE) : (NSRV_PERM_READ | NSRV_PERM_WRITE));
         count++; /* counted even when it was already so (proto/requests.md §2.10) */
     }
     return count;
@@ -446,12 +331,11 @@ void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cl
         return;
     if (!cluster || !*cluster) {
         for (;;) {
-            rt_qd_t *qd = nsrv__route_qd_at(t, nsrv__route_n_qds(t) - 1);
-            rt_bname_t *b = qd->bname;
-            bool last = t->more == NULL;
-            nsrv__route_remove_qd(rt, qd); /* the last one frees t */
+            size_t n = nsrv__route_n_qds(rt, t);
+            rt_bname_t *b = nsrv__route_qd_at(rt, t, n - 1)->bname;
+            nsrv__route_remove_qd(rt, t, b); /* the last one frees t */
             nsrv__route_bname_release(rt, b);
-            if (last)
+            if (n == 1)
                 return;
         }
     }
@@ -460,11 +344,10 @@ void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cl
         return;
     for (rt_name_t *n = c->names; n; n = n->hh.next) {
         rt_bname_t *b = nsrv__route_bname_find(rt, n->name);
-        rt_qd_t *qd = b ? nsrv__route_topic_qd(t, b) : NULL;
-        if (!qd)
+        if (!b || !nsrv__route_topic_qd(rt, t, b))
             continue;
-        bool last = t->more == NULL;
-        nsrv__route_remove_qd(rt, qd);
+        bool last = nsrv__route_n_qds(rt, t) == 1;
+        nsrv__route_remove_qd(rt, t, b);
         nsrv__route_bname_release(rt, b);
         if (last)
             return; /* the topic is gone */

@@ -34,9 +34,9 @@ static nsrv_route_t *three_brokers(void) {
 /* Topic "T" is still t, holding one queue data, inline, of broker bname; the table checks. */
 static void assert_only_inline(nsrv_route_t *rt, rt_topic_t *t, const char *bname) {
     assert_ptr_equal(topic(rt, "T"), t);
-    assert_int_equal(nsrv__route_n_qds(t), 1);
-    assert_null(t->more);
-    assert_string_equal(t->qd0.bname->name, bname);
+    assert_int_equal(nsrv__route_n_qds(rt, t), 1);
+    assert_false(t->qref & RT_QREF_MANY);
+    assert_string_equal(nsrv__route_qd_at(rt, t, 0)->bname->name, bname);
     rt_assert_ok(rt, T0);
 }
 
@@ -47,11 +47,11 @@ static void test_one_two_one(void **state) {
     add_queue_data(rt, "T", "broker-a", 6);
     rt_topic_t *t = topic(rt, "T");
     assert_non_null(t);
-    assert_int_equal(nsrv__route_n_qds(t), 1);
-    assert_null(t->more);
+    assert_int_equal(nsrv__route_n_qds(rt, t), 1);
+    assert_false(t->qref & RT_QREF_MANY);
     add_queue_data(rt, "T", "broker-b", 6);
-    assert_int_equal(nsrv__route_n_qds(t), 2);
-    assert_non_null(t->more);
+    assert_int_equal(nsrv__route_n_qds(rt, t), 2);
+    assert_true(t->qref & RT_QREF_MANY);
     rt_assert_ok(rt, T0);
     const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
     /* Insertion order in queueDatas: a, then b. */
@@ -78,16 +78,16 @@ static void test_first_removed_moves_inline(void **state) {
     assert_non_null(t->cache);
 
     nsrv_route_delete_topic(rt, "T", "C1");
-    assert_int_equal(nsrv__route_n_qds(t), 2);
-    assert_string_equal(t->qd0.bname->name, "broker-b");
-    assert_string_equal(t->more->q[0]->bname->name, "broker-c");
+    assert_int_equal(nsrv__route_n_qds(rt, t), 2);
+    assert_string_equal(nsrv__route_qd_at(rt, t, 0)->bname->name, "broker-b");
+    assert_string_equal(nsrv__route_qd_at(rt, t, 1)->bname->name, "broker-c");
     assert_null(t->cache); /* the change dropped the cached bodies */
     rt_assert_ok(rt, T0);
 
     /* The moved entry is found through broker-b's list: wipe reaches it. */
     assert_int_equal(nsrv_route_wipe_write_perm(rt, "broker-b"), 4);
-    assert_int_equal(t->qd0.perm, 4);
-    assert_int_equal(t->more->q[0]->perm, 6);
+    assert_int_equal(nsrv__route_qd_at(rt, t, 0)->perm, 4);
+    assert_int_equal(nsrv__route_qd_at(rt, t, 1)->perm, 6);
     const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
     assert_true(rt_contains(s, "\"queueDatas\":[{\"brokerName\":\"broker-b\",\"perm\":4"));
     assert_true(rt_contains(s, "},{\"brokerName\":\"broker-c\",\"perm\":6"));
@@ -98,7 +98,7 @@ static void test_first_removed_moves_inline(void **state) {
     assert_null(topic(rt, "B-later"));
     rt_assert_ok(rt, T0);
     assert_int_equal(nsrv_route_wipe_write_perm(rt, "broker-c"), 3);
-    assert_int_equal(t->qd0.perm, 4);
+    assert_int_equal(nsrv__route_qd_at(rt, t, 0)->perm, 4);
 
     nsrv_route_delete_topic(rt, "T", "C3");
     assert_null(topic(rt, "T"));
@@ -134,23 +134,124 @@ static void test_many_queue_data(void **state) {
         add_queue_data(rt, "T", names[i], 6);
     }
     rt_topic_t *t = topic(rt, "T");
-    assert_int_equal(nsrv__route_n_qds(t), 6);
+    assert_int_equal(nsrv__route_n_qds(rt, t), 6);
     nsrv_route_delete_topic(rt, "T", "C3"); /* middle */
     nsrv_route_delete_topic(rt, "T", "C5"); /* end */
     nsrv_route_delete_topic(rt, "T", "C0"); /* front: b1 moves inline */
     rt_assert_ok(rt, T0);
     static const char *const left[] = {"b1", "b2", "b4"};
-    assert_int_equal(nsrv__route_n_qds(t), 3);
+    assert_int_equal(nsrv__route_n_qds(rt, t), 3);
     for (size_t i = 0; i < 3; i++)
-        assert_string_equal(nsrv__route_qd_at(t, i)->bname->name, left[i]);
+        assert_string_equal(nsrv__route_qd_at(rt, t, i)->bname->name, left[i]);
     add_queue_data(rt, "T", "b0", 6); /* back in, now last */
-    assert_string_equal(nsrv__route_qd_at(t, 3)->bname->name, "b0");
+    assert_string_equal(nsrv__route_qd_at(rt, t, 3)->bname->name, "b0");
     const char *s = rt_route(rt, "T", NSRV_ROUTE_JSON_STANDARD, T0, &b);
     const char *p1 = strstr(s, "\"brokerName\":\"b1\",\"perm"),
                *p0 = strstr(s, "\"brokerName\":\"b0\",\"perm");
     assert_non_null(p1);
     assert_true(p0 > p1);
     rt_check_and_free(&rt, &b, T0);
+}
+
+/* The interned QueueData of topic name (its only one, or the one of broker). */
+static const rt_qd_t *qd_of(nsrv_route_t *rt, const char *name, const char *broker) {
+    rt_topic_t *t = topic(rt, name);
+    assert_non_null(t);
+    const rt_qd_t *qd = nsrv__route_topic_qd(rt, t, nsrv__route_bname_find(rt, broker));
+    assert_non_null(qd);
+    return qd;
+}
+
+/* Equal values share one node, counted; a change moves one topic to another node (the
+ * others keep theirs); broker-wide perm changes move them all; freed when unreferenced. */
+static void test_interned_shared_and_unshared(void **state) {
+    (void)state;
+    nsrv_route_t *rt = three_brokers();
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    add_queue_data(rt, "T1", "broker-a", 6);
+    add_queue_data(rt, "T2", "broker-a", 6);
+    add_queue_data(rt, "T3", "broker-a", 6);
+    const rt_qd_t *shared = qd_of(rt, "T1", "broker-a");
+    assert_ptr_equal(qd_of(rt, "T2", "broker-a"), shared);
+    assert_ptr_equal(qd_of(rt, "T3", "broker-a"), shared);
+    /* A-own, registered with the same queue numbers, perm and flag, shares it too. */
+    assert_ptr_equal(qd_of(rt, "A-own", "broker-a"), shared);
+    assert_int_equal(shared->refs, 4);
+    assert_ptr_not_equal(qd_of(rt, "TBW102", "broker-a"), shared); /* 8 queues, perm 7 */
+    size_t interned = HASH_COUNT(rt->qd_table);
+    rt_assert_ok(rt, T0);
+
+    /* T2 alone changes: a node of its own; T1 and T3 keep the shared one. */
+    add_queue_data(rt, "T2", "broker-a", 4);
+    assert_ptr_equal(qd_of(rt, "T1", "broker-a"), shared);
+    assert_int_equal(shared->refs, 3);
+    assert_int_equal(qd_of(rt, "T2", "broker-a")->perm, 4);
+    assert_int_equal(qd_of(rt, "T1", "broker-a")->perm, 6);
+    assert_int_equal(HASH_COUNT(rt->qd_table), interned + 1);
+    const char *s = rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b);
+    assert_true(rt_contains(s, "\"perm\":6"));
+    rt_assert_ok(rt, T0);
+
+    /* Back to the shared value: the node of its own is freed. */
+    add_queue_data(rt, "T2", "broker-a", 6);
+    assert_ptr_equal(qd_of(rt, "T2", "broker-a"), shared);
+    assert_int_equal(shared->refs, 4);
+    assert_int_equal(HASH_COUNT(rt->qd_table), interned);
+    rt_assert_ok(rt, T0);
+
+    /* The same value on another topic of two brokers shares it too. */
+    add_queue_data(rt, "T4", "broker-b", 6);
+    add_queue_data(rt, "T4", "broker-a", 6);
+    assert_ptr_equal(qd_of(rt, "T4", "broker-a"), shared);
+    assert_int_equal(shared->refs, 5);
+
+    /* Wipe: every topic of broker-a moves to the read-only value, which they share. */
+    assert_int_equal(nsrv_route_wipe_write_perm(rt, "broker-a"), 6);
+    const rt_qd_t *ro = qd_of(rt, "T1", "broker-a");
+    assert_int_equal(ro->perm, 4);
+    assert_ptr_equal(qd_of(rt, "T3", "broker-a"), ro);
+    assert_ptr_equal(qd_of(rt, "T4", "broker-a"), ro);
+    assert_int_equal(ro->refs, 5);
+    assert_int_equal(qd_of(rt, "TBW102", "broker-a")->perm, 5);
+    assert_int_equal(qd_of(rt, "T4", "broker-b")->perm, 6); /* another broker's: untouched */
+    rt_assert_ok(rt, T0);
+    assert_int_equal(nsrv_route_add_write_perm(rt, "broker-a"), 6);
+    assert_int_equal(qd_of(rt, "T1", "broker-a")->perm, 6);
+    rt_assert_ok(rt, T0);
+
+    /* Broker-a's group goes: its topics with it, its values freed; T4 keeps broker-b's. */
+    nsrv_route_unregister_broker(rt, "C1", "a:1", "broker-a", 0);
+    assert_null(topic(rt, "T1"));
+    assert_null(topic(rt, "A-own"));
+    assert_int_equal(nsrv__route_n_qds(rt, topic(rt, "T4")), 1);
+    for (const rt_qd_t *qd = rt->qd_table; qd; qd = qd->hh.next)
+        assert_string_not_equal(qd->bname->name, "broker-a");
+    rt_check_and_free(&rt, &b, T0);
+}
+
+/* A broker with many topics leaves: they all go (the shared ones lose only its entry),
+ * in one walk of its vector, and the others' vectors stay whole. */
+static void test_broker_removal_many_topics(void **state) {
+    (void)state;
+    nsrv_route_t *rt = three_brokers();
+    char name[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(name, sizeof name, "many-%04d", i);
+        add_queue_data(rt, name, "broker-a", 6);
+        if (i % 4 == 0)
+            add_queue_data(rt, name, "broker-b", 6);
+    }
+    /* Each also has its own topic and TBW102. */
+    assert_int_equal(nsrv__route_bname_find(rt, "broker-a")->n_topics, 5002);
+    assert_int_equal(nsrv__route_bname_find(rt, "broker-b")->n_topics, 1252);
+    rt_assert_ok(rt, T0);
+    nsrv_route_unregister_broker(rt, "C1", "a:1", "broker-a", 0);
+    assert_null(nsrv__route_bname_find(rt, "broker-a"));
+    assert_int_equal(rt->topic_index.n, 1250 + 3); /* broker-b's quarter, B-own, C-own, TBW102 */
+    assert_int_equal(nsrv__route_bname_find(rt, "broker-b")->n_topics, 1252);
+    assert_non_null(topic(rt, "many-0004"));
+    assert_null(topic(rt, "many-0005"));
+    rt_check_and_free(&rt, NULL, T0);
 }
 
 #define CHURN 1000000
@@ -208,10 +309,10 @@ static void test_million_topic_churn(void **state) {
         if (i % 10 == 0) {
             /* The inline entry goes first; the array's entry moves in. */
             rt_topic_t *t = nsrv__route_topic_find(rt, name);
-            assert_int_equal(nsrv__route_n_qds(t), 2);
-            nsrv__route_remove_qd(rt, &t->qd0);
-            assert_int_equal(nsrv__route_n_qds(t), 1);
-            assert_ptr_equal(t->qd0.bname, bn[(i + 1) % BROKERS]);
+            assert_int_equal(nsrv__route_n_qds(rt, t), 2);
+            nsrv__route_remove_qd(rt, t, bn[i % BROKERS]);
+            assert_int_equal(nsrv__route_n_qds(rt, t), 1);
+            assert_ptr_equal(nsrv__route_qd_at(rt, t, 0)->bname, bn[(i + 1) % BROKERS]);
         }
         nsrv_route_delete_topic(rt, name, NULL);
         assert_null(nsrv__route_topic_find(rt, name));
@@ -243,4 +344,7 @@ static void test_million_topic_churn(void **state) {
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_one_two_one),
                cmocka_unit_test(test_first_removed_moves_inline),
                cmocka_unit_test(test_cache_only_for_queried_topics),
-               cmocka_unit_test(test_many_queue_data), cmocka_unit_test(test_million_topic_churn))
+               cmocka_unit_test(test_many_queue_data),
+               cmocka_unit_test(test_interned_shared_and_unshared),
+               cmocka_unit_test(test_broker_removal_many_topics),
+               cmocka_unit_test(test_million_topic_churn))
