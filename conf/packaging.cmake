@@ -36,6 +36,8 @@ add_dependencies(package_files manpage)
 
 include(GNUInstallDirs)
 install(TARGETS nsrvd RUNTIME DESTINATION bin)
+# TLS and ACL signatures (src/crypto), loaded by nsrvd from ../lib/nsrvd when configured.
+install(TARGETS nsrvd-crypto LIBRARY DESTINATION lib/nsrvd)
 install(FILES ${PROJECT_BINARY_DIR}/package/nsrvd.properties DESTINATION /etc/nsrvd)
 # Type=notify: nsrvd speaks the notify protocol itself (src/server/sd_notify.c).
 configure_file(${PROJECT_SOURCE_DIR}/conf/nsrvd.service ${PROJECT_BINARY_DIR}/package/nsrvd.service COPYONLY)

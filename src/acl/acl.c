@@ -6,9 +6,11 @@
  * Reads are never restricted. Everything is off by default (the Java
  * NameServer restricts nothing).
  */
-#include <openssl/crypto.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "../crypto/crypto.h"
 
 #include "nsrv/acl.h"
 #include "nsrv/alloc.h"
@@ -95,6 +97,12 @@ nsrv_acl_t *nsrv_acl_create(const nsrv_config_t *cfg, char *err, size_t err_cap)
                      cfg->admin_acl_file);
             goto fail;
         }
+        /* Signatures need HmacSHA1: OpenSSL is loaded now, when the keys ask for it. */
+        char why[512] = "";
+        if (!nsrv_crypto_get(why, sizeof why)) {
+            snprintf(err, err_cap, "adminAclEnable=true: %s", why);
+            goto fail;
+        }
     }
     return acl;
 fail:
@@ -134,8 +142,8 @@ static const char *signature_problem(const nsrv_acl_t *acl, const nsrv_cmd_t *re
     if (nsrv_acl_signature(req, secret, want) != 0)
         return "the signature could not be computed";
     /* The length is no secret; the bytes are compared in constant time. */
-    bool ok = sig.len == NSRV_ACL_SIG_B64_LEN && CRYPTO_memcmp(want, sig.ptr, sig.len) == 0;
-    OPENSSL_cleanse(want, sizeof want);
+    bool ok = sig.len == NSRV_ACL_SIG_B64_LEN && sodium_memcmp(want, sig.ptr, sig.len) == 0;
+    sodium_memzero(want, sizeof want);
     return ok ? NULL
               : "its Signature does not match the request signed with that AccessKey's secret";
 }

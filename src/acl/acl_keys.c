@@ -7,7 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/crypto.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -155,7 +155,7 @@ int nsrv_acl_keys_load(const char *path, nsrv_acl_keys_t **out, char *err, size_
     rc = 0;
 done:
     if (text) {
-        OPENSSL_cleanse(text, (size_t)st.st_size + 1);
+        sodium_memzero(text, (size_t)st.st_size + 1);
         nsrv_free(text);
     }
     close(fd);
@@ -178,7 +178,7 @@ void nsrv_acl_keys_free(nsrv_acl_keys_t **kp) {
     if (!k)
         return;
     for (size_t i = 0; i < k->n; i++) {
-        OPENSSL_cleanse(k->v[i].secret, k->v[i].secret_len);
+        sodium_memzero(k->v[i].secret, k->v[i].secret_len);
         nsrv_free(k->v[i].secret);
         nsrv_free(k->v[i].access);
     }

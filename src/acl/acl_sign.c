@@ -9,11 +9,11 @@
  * Both header encodings decode to the same ext fields, so one computation
  * serves JSON and ROCKETMQ headers.
  */
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
+#include "../crypto/crypto.h"
 #include "nsrv/acl.h"
 #include "nsrv/alloc.h"
 
@@ -89,16 +89,12 @@ static int cmp_refs(const void *x, const void *y) {
     return c;
 }
 
-/* Fetched once: HMAC's implementation lookup is not free. */
-static EVP_MAC *hmac_impl(void) {
-    static EVP_MAC *mac;
-    if (!mac)
-        mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    return mac;
-}
-
 int nsrv_acl_signature(const nsrv_cmd_t *req, const char *secret,
                        char out[NSRV_ACL_SIG_B64_LEN + 1]) {
+    /* nsrv_acl_create loaded the module when it read the keys. */
+    const nsrv_crypto_api_t *crypto = nsrv_crypto_loaded();
+    if (!crypto)
+        return -1;
     field_ref_t *refs = nsrv_calloc(req->n_ext ? req->n_ext : 1, sizeof *refs);
     size_t n = 0;
     for (size_t i = 0; i < req->n_ext; i++) {
@@ -112,31 +108,17 @@ int nsrv_acl_signature(const nsrv_cmd_t *req, const char *secret,
     }
     qsort(refs, n, sizeof *refs, cmp_refs);
 
-    int rc = -1;
-    EVP_MAC_CTX *ctx = hmac_impl() ? EVP_MAC_CTX_new(hmac_impl()) : NULL;
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA1", 0),
-                           OSSL_PARAM_construct_end()};
-    if (!ctx || !EVP_MAC_init(ctx, (const unsigned char *)secret, strlen(secret), params))
-        goto done;
+    struct iovec *parts = nsrv_calloc(n + 1, sizeof *parts);
+    size_t n_parts = 0;
     for (size_t i = 0; i < n; i++) {
         /* The map Java builds holds one entry per key, its last value (HashMap.put). */
         if (i + 1 < n && same_key(refs[i].f, refs[i + 1].f))
             continue;
-        const nsrv_ext_field_t *f = refs[i].f;
-        if (!EVP_MAC_update(ctx, (const unsigned char *)f->val.ptr, f->val.len))
-            goto done;
+        parts[n_parts++] = (struct iovec){(void *)refs[i].f->val.ptr, refs[i].f->val.len};
     }
-    if (req->body_len && !EVP_MAC_update(ctx, req->body, req->body_len))
-        goto done;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    size_t md_len = 0;
-    if (!EVP_MAC_final(ctx, md, &md_len, sizeof md) || md_len != 20)
-        goto done;
-    EVP_EncodeBlock((unsigned char *)out, md, (int)md_len);
-    out[NSRV_ACL_SIG_B64_LEN] = '\0';
-    rc = 0;
-done:
-    EVP_MAC_CTX_free(ctx);
+    parts[n_parts++] = (struct iovec){(void *)req->body, req->body_len};
+    int rc = crypto->hmac_sha1_b64(secret, strlen(secret), parts, n_parts, out);
+    nsrv_free(parts);
     nsrv_free(refs);
     return rc;
 }

@@ -7,10 +7,19 @@
  * connection (conn.c); its replies are encrypted and sent as raw bytes, so
  * back-pressure, output caps and idle timeouts count ciphertext on the socket.
  * A graceful close sends close_notify after the last reply.
+ *
+ * OpenSSL is reached through nsrvd-crypto.so (src/crypto/crypto.h), loaded at
+ * start when TLS needs a certificate there, and not before the first TLS
+ * handshake in the default set-up (permissive, test mode, no certificate
+ * configured), so a node that only ever serves plaintext never maps libssl and
+ * libcrypto. The start still fails at once when the module is missing.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../crypto/crypto.h"
 #include "nsrv/buf.h"
 #include "nsrv/config.h"
 #include "nsrv/log.h"
@@ -21,34 +30,108 @@
  * reply never sits twice in memory as a whole. */
 #define SEND_CHUNK (64 * 1024)
 
-int nsrv__tls_start(nsrv_server_t *srv) {
-    char err[512] = "";
-    srv->tls = nsrv_tls_ctx_create(srv->cfg, err, sizeof err);
-    if (!srv->tls) {
-        nsrv_log_error("TLS", "cannot start: %s", err);
+/* The tls.config.file exists: its tls.* keys (the mode among them) decide, so TLS is made now. */
+static bool tls_file_present(const nsrv_config_t *cfg) {
+    return cfg->tls_config_file[0] && access(cfg->tls_config_file, F_OK) == 0;
+}
+
+/* Permissive with test mode's self-signed certificate and nothing else to check: nothing
+ * about the context can fail for the configuration's sake, so it waits for a TLS client. */
+static bool tls_on_demand(const nsrv_config_t *cfg) {
+    return !tls_file_present(cfg) &&
+           nsrv_tls_mode_parse(cfg->tls_server_mode) == NSRV_TLS_PERMISSIVE &&
+           cfg->tls_test_mode_enable && !cfg->tls_server_cert_path[0] &&
+           nsrv_tls_auth_parse(cfg->tls_server_need_client_auth) == NSRV_TLS_AUTH_NONE;
+}
+
+/* Loads the module and builds the context from cfg into srv. */
+static int make_ctx(nsrv_server_t *srv, const nsrv_config_t *cfg, char *err, size_t errlen) {
+    const nsrv_crypto_api_t *crypto = nsrv_crypto_get(err, errlen);
+    nsrv_tls_ctx_t *t = crypto ? crypto->tls_ctx_create(cfg, err, errlen) : NULL;
+    if (!t)
         return -1;
-    }
-    nsrv_buf_init(&srv->tls_plain);
-    nsrv_log_notice("TLS", "%s", nsrv_tls_ctx_describe(srv->tls));
+    srv->crypto = crypto;
+    srv->tls = t;
     return 0;
 }
 
+int nsrv__tls_start(nsrv_server_t *srv) {
+    char err[512] = "";
+    nsrv_buf_init(&srv->tls_plain);
+    srv->tls_mode = (nsrv_tls_mode_t)nsrv_tls_mode_parse(srv->cfg->tls_server_mode);
+    if (!tls_file_present(srv->cfg) && srv->tls_mode == NSRV_TLS_DISABLED) {
+        nsrv_log_notice("TLS", "tls.server.mode=disabled");
+        return 0;
+    }
+    if (tls_on_demand(srv->cfg)) {
+        char path[PATH_MAX];
+        if (nsrv_crypto_locate(path, sizeof path, err, sizeof err) != 0) {
+            nsrv_log_error("TLS", "cannot start: %s", err);
+            return -1;
+        }
+        srv->tls_on_demand = true;
+        nsrv_log_notice("TLS", "tls.server.mode=permissive, certificate self-signed at the first "
+                               "TLS handshake (test mode), client certificate none");
+        return 0;
+    }
+    if (make_ctx(srv, srv->cfg, err, sizeof err) != 0) {
+        nsrv_log_error("TLS", "cannot start: %s", err);
+        return -1;
+    }
+    srv->tls_mode = srv->crypto->tls_ctx_mode(srv->tls);
+    nsrv_log_notice("TLS", "%s", srv->crypto->tls_ctx_describe(srv->tls));
+    return 0;
+}
+
+/* The first TLS client of an on-demand node: the module and the certificate, now. A failure
+ * is logged once and refuses TLS until the next start; plaintext goes on. */
+static bool tls_ready(nsrv_server_t *srv) {
+    if (srv->tls)
+        return true;
+    if (!srv->tls_on_demand)
+        return false;
+    srv->tls_on_demand = false;
+    char err[512] = "";
+    if (make_ctx(srv, srv->cfg, err, sizeof err) != 0) {
+        nsrv_log_error("TLS",
+                       "first TLS handshake: cannot make the context, TLS connections are "
+                       "refused until the next start: %s",
+                       err);
+        return false;
+    }
+    nsrv_log_notice("TLS", "first TLS handshake: %s", srv->crypto->tls_ctx_describe(srv->tls));
+    return true;
+}
+
 bool nsrv__tls_reload(nsrv_server_t *srv, const nsrv_config_t *fresh) {
-    if (!srv->tls || nsrv_tls_ctx_mode(srv->tls) == NSRV_TLS_DISABLED)
+    if (srv->tls_mode == NSRV_TLS_DISABLED)
         return true;
     if (strcmp(fresh->tls_server_mode, srv->cfg->tls_server_mode) != 0)
         nsrv_log_notice("TLS", "SIGHUP: tls.server.mode changes at the next start only");
     char err[512] = "";
-    if (nsrv_tls_ctx_reload(srv->tls, fresh, err, sizeof err) != 0) {
+    if (!srv->tls) {
+        /* Still on demand: the first handshake builds from the keys this reload applies, unless
+         * they now name a certificate, which is loaded (and checked) now like any reload. */
+        if (!srv->tls_on_demand || tls_on_demand(fresh) ||
+            nsrv_tls_mode_parse(fresh->tls_server_mode) != NSRV_TLS_PERMISSIVE)
+            return true;
+        if (make_ctx(srv, fresh, err, sizeof err) != 0) {
+            nsrv_log_error("TLS", "SIGHUP: keeping the self-signed certificate on demand: %s", err);
+            return false;
+        }
+        srv->tls_on_demand = false;
+    } else if (srv->crypto->tls_ctx_reload(srv->tls, fresh, err, sizeof err) != 0) {
         nsrv_log_error("TLS", "SIGHUP: keeping the running certificate: %s", err);
         return false;
     }
-    nsrv_log_notice("TLS", "SIGHUP: new connections use: %s", nsrv_tls_ctx_describe(srv->tls));
+    nsrv_log_notice("TLS", "SIGHUP: new connections use: %s",
+                    srv->crypto->tls_ctx_describe(srv->tls));
     return true;
 }
 
 void nsrv__tls_stop(nsrv_server_t *srv) {
-    nsrv_tls_ctx_destroy(srv->tls);
+    if (srv->tls)
+        srv->crypto->tls_ctx_destroy(srv->tls);
     srv->tls = NULL;
     nsrv_buf_deinit(&srv->tls_plain);
 }
@@ -71,7 +154,7 @@ void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out) {
 
 bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first) {
     nsrv_server_t *srv = c->srv;
-    switch (nsrv_tls_classify(nsrv_tls_ctx_mode(srv->tls), first)) {
+    switch (nsrv_tls_classify(srv->tls_mode, first)) {
     case NSRV_FIRST_PLAIN:
         return true;
     case NSRV_FIRST_REFUSE_TLS:
@@ -85,7 +168,8 @@ bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first) {
     case NSRV_FIRST_TLS:
         break;
     }
-    c->tls = nsrv_tls_session_new(nsrv_tls_ctx_ssl(srv->tls));
+    nsrv_ssl_ctx_t *ssl = tls_ready(srv) ? srv->crypto->tls_ctx_ssl(srv->tls) : NULL;
+    c->tls = ssl ? srv->crypto->session_new(ssl) : NULL;
     if (!c->tls) {
         srv->tls_handshakes_failed++;
         nsrv__conn_close(c, "cannot create a TLS session");
@@ -97,23 +181,23 @@ bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first) {
 /* Sends what the engine produced: handshake messages, records, alerts. */
 static void flush_output(nsrv_conn_t *c) {
     const char *p = NULL;
-    size_t n = nsrv_tls_session_output(c->tls, &p);
+    size_t n = c->srv->crypto->session_output(c->tls, &p);
     if (n > 0)
         nsrv__conn_send_raw(c, p, n);
-    nsrv_tls_session_output_clear(c->tls);
+    c->srv->crypto->session_output_clear(c->tls);
 }
 
 void nsrv__conn_tls_received(nsrv_conn_t *c, const char *data, size_t len) {
     nsrv_server_t *srv = c->srv;
-    bool was_established = nsrv_tls_session_established(c->tls);
+    bool was_established = c->srv->crypto->session_established(c->tls);
     nsrv_buf_t *plain = &srv->tls_plain;
     nsrv_buf_reset(plain);
     const char *why = NULL;
-    nsrv_tls_status_t st = nsrv_tls_session_feed(c->tls, data, len, plain, &why);
-    if (!was_established && nsrv_tls_session_established(c->tls)) {
+    nsrv_tls_status_t st = c->srv->crypto->session_feed(c->tls, data, len, plain, &why);
+    if (!was_established && c->srv->crypto->session_established(c->tls)) {
         srv->tls_handshakes_ok++;
         char desc[256];
-        nsrv_tls_session_describe(c->tls, desc, sizeof desc);
+        c->srv->crypto->session_describe(c->tls, desc, sizeof desc);
         nsrv_log_info("TLS", "connection '%s': %s", c->peer, desc);
     } else if (!was_established && st == NSRV_TLS_FAILED) {
         srv->tls_handshakes_failed++;
@@ -132,7 +216,7 @@ void nsrv__conn_tls_received(nsrv_conn_t *c, const char *data, size_t len) {
 void nsrv__conn_tls_send(nsrv_conn_t *c, const char *data, size_t len) {
     while (len > 0 && !c->closing) {
         size_t chunk = len < SEND_CHUNK ? len : SEND_CHUNK;
-        if (!nsrv_tls_session_write(c->tls, data, chunk)) {
+        if (!c->srv->crypto->session_write(c->tls, data, chunk)) {
             nsrv__conn_close(c, "TLS write failed");
             return;
         }
@@ -143,22 +227,23 @@ void nsrv__conn_tls_send(nsrv_conn_t *c, const char *data, size_t len) {
 }
 
 void nsrv__conn_tls_close_notify(nsrv_conn_t *c) {
-    nsrv_tls_session_shutdown(c->tls);
+    c->srv->crypto->session_shutdown(c->tls);
     const char *p = NULL;
-    size_t n = nsrv_tls_session_output(c->tls, &p);
+    size_t n = c->srv->crypto->session_output(c->tls, &p);
     if (n > 0) {
         /* Best effort: nothing else is queued, so the socket takes these few bytes now. */
         uv_buf_t b = uv_buf_init((char *)p, (unsigned)n);
         (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     }
-    nsrv_tls_session_output_clear(c->tls);
+    c->srv->crypto->session_output_clear(c->tls);
 }
 
 bool nsrv__conn_tls_input_pending(const nsrv_conn_t *c) {
-    return c->tls && nsrv_tls_session_input_pending(c->tls);
+    return c->tls && c->srv->crypto->session_input_pending(c->tls);
 }
 
 void nsrv__conn_tls_free(nsrv_conn_t *c) {
-    nsrv_tls_session_free(c->tls);
+    if (c->tls)
+        c->srv->crypto->session_free(c->tls);
     c->tls = NULL;
 }

@@ -8,6 +8,7 @@
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
+#include "nsrv/tls_names.h"
 #include "nsrv/processor.h"
 #include "nsrv/remoting.h"
 #include "nsrv/route.h"
@@ -146,8 +147,11 @@ struct nsrv_server {
     const char *(*liveness_source)(void *ud, const nsrv_route_live_info_t *li);
     void *liveness_ud;
     /* TLS on the listen port (conn_tls.c). */
-    struct nsrv_tls_ctx *tls;
-    nsrv_buf_t tls_plain; /* one read's decrypted bytes */
+    struct nsrv_tls_ctx *tls;             /* NULL: disabled, or not made yet (on demand) */
+    const struct nsrv_crypto_api *crypto; /* nsrvd-crypto.so's table once loaded */
+    nsrv_tls_mode_t tls_mode;             /* the first-byte rule, fixed at start */
+    bool tls_on_demand;                   /* the context waits for the first TLS client */
+    nsrv_buf_t tls_plain;                 /* one read's decrypted bytes */
     uint64_t tls_handshakes_ok, tls_handshakes_failed;
     uint64_t tls_refused_total, plain_refused_total; /* closed by tls.server.mode at byte one */
     /* The request being run: a reply slot reserved for it records these. */

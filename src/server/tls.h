@@ -33,7 +33,12 @@ typedef enum {
     NSRV_FIRST_REFUSE_PLAIN, /* plaintext while tls.server.mode=enforcing: close */
 } nsrv_first_byte_t;
 
-nsrv_first_byte_t nsrv_tls_classify(nsrv_tls_mode_t mode, uint8_t first_byte);
+/* Inline: nsrvd decides without loading OpenSSL (src/crypto/crypto.h). */
+static inline nsrv_first_byte_t nsrv_tls_classify(nsrv_tls_mode_t mode, uint8_t first_byte) {
+    if (first_byte == NSRV_TLS_HANDSHAKE_BYTE)
+        return mode == NSRV_TLS_DISABLED ? NSRV_FIRST_REFUSE_TLS : NSRV_FIRST_TLS;
+    return mode == NSRV_TLS_ENFORCING ? NSRV_FIRST_REFUSE_PLAIN : NSRV_FIRST_PLAIN;
+}
 
 /* ---- settings and context (tls_ctx.c) ---- */
 

@@ -53,12 +53,6 @@ struct nsrv_tls_ctx {
     char describe[512];
 };
 
-nsrv_first_byte_t nsrv_tls_classify(nsrv_tls_mode_t mode, uint8_t first_byte) {
-    if (first_byte == NSRV_TLS_HANDSHAKE_BYTE)
-        return mode == NSRV_TLS_DISABLED ? NSRV_FIRST_REFUSE_TLS : NSRV_FIRST_TLS;
-    return mode == NSRV_TLS_ENFORCING ? NSRV_FIRST_REFUSE_PLAIN : NSRV_FIRST_PLAIN;
-}
-
 static void settings_free(settings_t *s) {
     nsrv_free(s->cert_path);
     nsrv_free(s->key_path);

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "../../crypto/crypto_module.h"
 #include "nsrv/acl.h"
 #include "nsrv/config.h"
 #include "nsrv/mq_codes.h"
@@ -177,6 +178,13 @@ static void test_signed_admin_writes(void **state) {
     nsrv_test_dir_remove(&d);
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_defaults_are_open),
+/* OpenSSL linked in, as nsrvd would load it from nsrvd-crypto.so. */
+static int use_linked_crypto(void **state) {
+    (void)state;
+    nsrv_crypto_use(&nsrv_crypto_module_v1);
+    return 0;
+}
+
+NSRV_TEST_MAIN(use_linked_crypto, NULL, cmocka_unit_test(test_defaults_are_open),
                cmocka_unit_test(test_allow_lists_guard_their_codes),
                cmocka_unit_test(test_update_switch), cmocka_unit_test(test_signed_admin_writes))

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "../../crypto/crypto_module.h"
 #include "nsrv/acl.h"
 #include "testlib.h"
 
@@ -80,6 +81,13 @@ static void test_java_string_order(void **state) {
     assert_true(memcmp(emoji, fullwidth, 1) > 0);
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_java_known_answer),
+/* OpenSSL linked in, as nsrvd would load it from nsrvd-crypto.so. */
+static int use_linked_crypto(void **state) {
+    (void)state;
+    nsrv_crypto_use(&nsrv_crypto_module_v1);
+    return 0;
+}
+
+NSRV_TEST_MAIN(use_linked_crypto, NULL, cmocka_unit_test(test_java_known_answer),
                cmocka_unit_test(test_fields_sorted_signature_excluded),
                cmocka_unit_test(test_java_string_order))
