@@ -51,6 +51,7 @@ in_root id nsrvd >/dev/null || fail "no nsrvd user"
 [ "$(in_root stat -c %U:%a /var/lib/nsrvd)" = "nsrvd:750" ] || fail "/var/lib/nsrvd not nsrvd:750"
 [ -f "$root/lib/systemd/system/nsrvd.service" ] || fail "no unit"
 [ -f "$root/usr/share/man/man8/nsrvd.8.gz" ] || fail "no manual page"
+[ -f "$root/usr/lib/nsrvd/nsrvd-crypto.so" ] || fail "no /usr/lib/nsrvd/nsrvd-crypto.so (TLS, ACL)"
 
 # The host's network namespace is shared: pick a free port, set it in the conffile (an edit
 # the upgrade below must keep).
@@ -62,7 +63,7 @@ chroot "$root" setpriv --reuid=nsrvd --regid=nsrvd --init-groups --no-new-privs 
     env -i HOME=/var/lib/nsrvd /usr/bin/nsrvd -c /etc/nsrvd/nsrvd.properties >"$work/nsrvd.log" 2>&1 &
 pid=$!
 PYTHONPATH=$lib python3 - "$port" <<'PY' || { cat "$work/nsrvd.log"; fail "route query"; }
-import sys, time
+import socket, ssl, sys, time
 from rmq import Connection, NamesrvClient, ResponseCode
 port = int(sys.argv[1])
 for _ in range(100):
@@ -78,7 +79,14 @@ r = ns.get_route("PackageTestTopic")
 assert r.code == ResponseCode.TOPIC_NOT_EXIST, r
 r = ns.put_kv("pkgtest", "k", "v")
 assert r.code == ResponseCode.SUCCESS, r
-print("route query answered (TOPIC_NOT_EXIST), KV put accepted")
+# TLS (permissive by default) loads /usr/lib/nsrvd/nsrvd-crypto.so at the first handshake.
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+tls = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="localhost")
+r = NamesrvClient(Connection("127.0.0.1", port, sock=tls)).get_route("PackageTestTopic")
+assert r.code == ResponseCode.TOPIC_NOT_EXIST, r
+print("route query answered (TOPIC_NOT_EXIST), KV put accepted, the same over TLS")
 PY
 kill -TERM "$pid"
 wait "$pid" || fail "nsrvd exit code $? after SIGTERM"
