@@ -240,6 +240,7 @@ typedef struct {
     size_t clusters;     /* cluster names */
     size_t broker_names; /* broker groups (brokerName) */
     size_t live_brokers; /* live broker addresses */
+    size_t route_bodies; /* distinct cached route bodies (topics with equal routes share one) */
 } nsrv_route_sizes_t;
 void nsrv_route_sizes(const nsrv_route_t *rt, nsrv_route_sizes_t *out);
 
@@ -247,6 +248,7 @@ void nsrv_route_sizes(const nsrv_route_t *rt, nsrv_route_sizes_t *out);
 typedef struct {
     uint64_t route_cache_hits;   /* topic_route answered from the cache */
     uint64_t route_cache_builds; /* route bodies encoded into the cache */
+    uint64_t route_body_shares;  /* of those, bodies another topic's buffer already held */
     uint64_t expire_passes;      /* full passes over the live table */
     uint64_t brokers_expired;    /* live entries removed by expiry */
 } nsrv_route_stats_t;

@@ -21,7 +21,9 @@ static uint64_t deadline(const rt_live_t *l) {
     return l->last_seen_ms > UINT64_MAX - t ? UINT64_MAX : l->last_seen_ms + t;
 }
 
-static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, char *why, size_t why_len) {
+/* Adds to *n_bodies the topic's valid cached bodies. */
+static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, size_t *n_bodies, char *why,
+                       size_t why_len) {
     if (!t->cache)
         return 0;
     for (int m = 0; m < 2; m++) {
@@ -38,6 +40,9 @@ static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, char *why, s
         nsrv_buf_deinit(&fresh);
         if (!same)
             FAIL("stale cache for topic '%s' mode %d", t->name, m);
+        if (!nsrv__body_intern_holds(&rt->bodies, c->body))
+            FAIL("cached body of topic '%s' mode %d is not the shared one", t->name, m);
+        (*n_bodies)++;
     }
     return 0;
 }
@@ -133,9 +138,10 @@ static int check_interned(const nsrv_route_t *rt, const uint32_t *refs, size_t n
     return 0;
 }
 
-/* Counts into *n_qds the QueueData of every topic. */
-static int check_topics(const nsrv_route_t *rt, size_t *n_qds, char *why, size_t why_len) {
-    *n_qds = 0;
+/* Counts into *n_qds the QueueData of every topic, into *n_bodies its valid cached bodies. */
+static int check_topics(const nsrv_route_t *rt, size_t *n_qds, size_t *n_bodies, char *why,
+                        size_t why_len) {
+    *n_qds = *n_bodies = 0;
     int rc = check_index(rt, why, why_len);
     if (rc)
         return rc;
@@ -145,7 +151,7 @@ static int check_topics(const nsrv_route_t *rt, size_t *n_qds, char *why, size_t
     NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
         rc = check_topic_qds(rt, t, refs, n_qds, &n_arrays, why, why_len);
         if (!rc)
-            rc = check_cache(rt, t, why, why_len);
+            rc = check_cache(rt, t, n_bodies, why, why_len);
         if (rc)
             break;
     }
@@ -243,9 +249,23 @@ static int check_live(const nsrv_route_t *rt, uint64_t now_ms, char *why, size_t
     return 0;
 }
 
+/* The shared-body table is sound and its buffers' references cover the topics'
+ * (connections still sending a body may hold more). */
+static int check_bodies(const nsrv_route_t *rt, size_t n_bodies, char *why, size_t why_len) {
+    int rc = nsrv__body_intern_check(&rt->bodies, why, why_len);
+    if (rc)
+        return rc;
+    size_t refs = nsrv__body_intern_outside_refs(&rt->bodies);
+    if (refs < n_bodies)
+        FAIL("%zu cached bodies, but the shared ones have %zu references", n_bodies, refs);
+    return 0;
+}
+
 int nsrv__route_check(const nsrv_route_t *rt, uint64_t now_ms, char *why, size_t why_len) {
-    size_t n_qds = 0;
-    int rc = check_topics(rt, &n_qds, why, why_len);
+    size_t n_qds = 0, n_bodies = 0;
+    int rc = check_topics(rt, &n_qds, &n_bodies, why, why_len);
+    if (!rc)
+        rc = check_bodies(rt, n_bodies, why, why_len);
     if (!rc)
         rc = check_bnames(rt, n_qds, why, why_len);
     if (!rc)

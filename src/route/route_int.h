@@ -43,6 +43,7 @@
 
 #include "nsrv/rcbuf.h"
 #include "nsrv/uthash.h"
+#include "route_body_intern.h"
 #include "topic_index.h"
 
 typedef struct rt_qd rt_qd_t;
@@ -101,7 +102,8 @@ static inline bool nsrv__idvec_live(const rt_idvec_t *iv, uint32_t id) {
 typedef struct {
     bool valid;
     char *order_conf; /* what it was built with; NULL = none */
-    /* Shared with connections still sending it: invalidation drops the table's reference. */
+    /* Shared with connections still sending it and with topics of the same route
+     * bytes (rt->bodies): invalidation drops this topic's reference only. */
     nsrv_rcbuf_t *body;
 } rt_cache_t;
 
@@ -207,7 +209,8 @@ struct nsrv_route {
     uint64_t next_expiry;
     void (*close_cb)(void *ud, uint64_t conn_id);
     void *close_ud;
-    nsrv_buf_t scratch; /* uncached (zone-filtered) route bodies */
+    nsrv_buf_t scratch;      /* uncached (zone-filtered) route bodies */
+    rt_body_intern_t bodies; /* the cached bodies, one buffer per distinct bytes */
     uint32_t mark_gen;
     nsrv_route_stats_t stats;
 };

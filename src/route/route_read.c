@@ -54,8 +54,9 @@ int nsrv_route_topic_route_shared(nsrv_route_t *rt, const char *topic, nsrv_rout
         int rc = nsrv__route_encode_route(rt, t, mode, order_conf, NULL, &rt->scratch);
         if (rc < 0)
             return rc; /* not cached: the table's invariants make this unreachable */
-        /* Its own allocation, so a connection can keep it while the table moves on. */
-        c->body = nsrv_rcbuf_new(rt->scratch.data, rt->scratch.len);
+        /* Not in the scratch buffer, so a connection can keep it while the table moves on;
+         * the one buffer of every topic with these bytes (route_body_intern.h). */
+        c->body = nsrv__body_intern(&rt->bodies, rt->scratch.data, rt->scratch.len);
         c->order_conf = order_conf ? nsrv_strdup(order_conf) : NULL;
         c->valid = true;
         rt->stats.route_cache_builds++;

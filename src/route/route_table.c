@@ -17,6 +17,7 @@ nsrv_route_t *nsrv_route_create(void) {
     nsrv_route_t *rt = nsrv_calloc(1, sizeof *rt);
     rt->next_expiry = UINT64_MAX;
     nsrv_buf_init(&rt->scratch);
+    nsrv__body_intern_init(&rt->bodies);
     return rt;
 }
 
@@ -73,6 +74,7 @@ void nsrv_route_destroy(nsrv_route_t **prt) {
     nsrv__route_live_free_all(rt);
     nsrv__route_mapping_free_all(rt);
     nsrv_buf_deinit(&rt->scratch);
+    nsrv__body_intern_deinit(&rt->bodies);
     nsrv_free(rt);
     *prt = NULL;
 }
@@ -92,6 +94,7 @@ void nsrv_route_set_conn_close_cb(nsrv_route_t *rt, void (*cb)(void *ud, uint64_
 
 void nsrv_route_get_stats(const nsrv_route_t *rt, nsrv_route_stats_t *out) {
     *out = rt->stats;
+    out->route_body_shares = rt->bodies.shares;
 }
 
 /* ---- broker names and BrokerData ---- */
@@ -390,4 +393,5 @@ void nsrv_route_sizes(const nsrv_route_t *rt, nsrv_route_sizes_t *out) {
     out->clusters = HASH_COUNT(rt->clusters);
     out->broker_names = HASH_COUNT(rt->bnames);
     out->live_brokers = HASH_COUNT(rt->live);
+    out->route_bodies = rt->bodies.n;
 }
