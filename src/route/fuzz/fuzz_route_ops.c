@@ -5,7 +5,9 @@
  * clusters, names, addresses, topics and connections (so collisions are
  * frequent), and time moves forward by input-chosen steps. After every
  * operation every internal invariant is checked (nsrv__route_check), cached
- * route bodies included; a violation aborts. Replayed over the corpus in ctest.
+ * route bodies included; a violation aborts. Some queried bodies are kept
+ * referenced for a while, as a connection still sending one does, so shared
+ * bodies outlive their topics' caches (and the table). Replayed over the corpus in ctest.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -100,6 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     nsrv_route_set_conn_close_cb(rt, ignore_close, NULL);
     nsrv_buf_t b = NSRV_BUF_INIT;
     uint64_t now = 1000;
+    nsrv_rcbuf_t *sending[3] = {NULL, NULL, NULL};
     while (in.off < in.n) {
         now += take(&in, 4) == 0 ? 60000 : take(&in, 200) * 10;
         bool read = false;
@@ -151,17 +154,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             nsrv_route_system_topic_list(rt, now, &b);
             read = true;
             break;
-        default:
-            nsrv_route_topic_route(
+        default: {
+            nsrv_rcbuf_t *shared = NULL;
+            nsrv_route_topic_route_shared(
                 rt, PICK(&in, topics),
                 take(&in, 2) ? NSRV_ROUTE_JSON_STANDARD : NSRV_ROUTE_JSON_DEFAULT,
-                take(&in, 2) ? "ba:1" : NULL, PICK(&in, zones), now, &body, &len);
+                take(&in, 2) ? "ba:1" : NULL, PICK(&in, zones), now, &body, &len, &shared);
+            /* Sometimes kept, in place of what that "connection" was sending before. */
+            uint32_t k = take(&in, 6);
+            if (k < 3) {
+                nsrv_rcbuf_unref(sending[k]);
+                sending[k] = shared ? nsrv_rcbuf_ref(shared) : NULL;
+            }
             read = true;
             break;
+        }
         }
         check(rt, read ? now : 0);
     }
     nsrv_buf_deinit(&b);
     nsrv_route_destroy(&rt);
+    for (size_t i = 0; i < 3; i++)
+        nsrv_rcbuf_unref(sending[i]);
     return 0;
 }
