@@ -88,4 +88,64 @@ static void test_random_put_del(void **state) {
         free(topics[i]);
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_random_put_del))
+/* The i-th name of a family: the shapes a cluster and the benchmark use. */
+static void family_name(char *name, size_t size, int family, uint32_t i) {
+    switch (family) {
+    case 0:
+        snprintf(name, size, "topic-broker-%04u-%u", i / 10, i % 10);
+        break;
+    case 1:
+        snprintf(name, size, "shared-topic-%u", i);
+        break;
+    case 2:
+        snprintf(name, size, "t%u", i);
+        break;
+    case 3:
+        snprintf(name, size, "%07u", i);
+        break;
+    default:
+        snprintf(name, size, "TopicTest-with-a-longer-name-%08u", i);
+        break;
+    }
+}
+
+/* Mean probe length of linear probing with n names of a family hashed into cap slots. */
+static double mean_probe(int family, uint32_t n, size_t cap) {
+    uint8_t *used = calloc(cap, 1);
+    uint64_t probes = 0;
+    char name[64];
+    for (uint32_t i = 0; i < n; i++) {
+        family_name(name, sizeof name, family, i);
+        size_t j = nsrv__tindex_hash(name) & (cap - 1);
+        for (probes++; used[j]; j = (j + 1) & (cap - 1))
+            probes++;
+        used[j] = 1;
+    }
+    free(used);
+    return (double)probes / n;
+}
+
+/* The word-at-a-time hash spreads names that differ only in a few digits, whatever their
+ * length, as a random one would: ~1.3 probes at 38 % load (1.6 allowed). */
+static void test_names_spread(void **state) {
+    (void)state;
+    for (int family = 0; family < 5; family++) {
+        double m = mean_probe(family, 100000, 1u << 18);
+        if (m > 1.6)
+            fail_msg("name family %d: %.2f probes per lookup", family, m);
+    }
+    /* Every byte counts: names of 1-24 bytes that differ in one byte hash apart. */
+    char a[32], b[32];
+    for (size_t len = 1; len <= 24; len++) {
+        for (size_t k = 0; k < len; k++) {
+            memset(a, 'x', len);
+            a[len] = '\0';
+            memcpy(b, a, len + 1);
+            b[k] = 'y';
+            assert_int_not_equal(nsrv__tindex_hash(a), nsrv__tindex_hash(b));
+        }
+    }
+}
+
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_random_put_del),
+               cmocka_unit_test(test_names_spread))
