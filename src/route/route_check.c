@@ -24,10 +24,11 @@ static uint64_t deadline(const rt_live_t *l) {
 /* Adds to *n_bodies the topic's valid cached bodies. */
 static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, size_t *n_bodies, char *why,
                        size_t why_len) {
-    if (!t->cache)
+    const rt_tcache_t *tc = nsrv__route_tcache(rt, t);
+    if (!tc)
         return 0;
     for (int m = 0; m < 2; m++) {
-        const rt_cache_t *c = &t->cache->mode[m];
+        const rt_cache_t *c = &tc->mode[m];
         if (!c->valid) {
             if (c->body || c->order_conf)
                 FAIL("invalid cache of topic '%s' mode %d still holds memory", t->name, m);
@@ -47,31 +48,42 @@ static int check_cache(const nsrv_route_t *rt, const rt_topic_t *t, size_t *n_bo
     return 0;
 }
 
-/* The order array, its tombstones and the index agree (topic_index.h). */
+/* The records, their tombstones and the index agree (topic_index.h). */
 static int check_index(const nsrv_route_t *rt, char *why, size_t why_len) {
     const rt_topic_index_t *ix = &rt->topic_index;
-    size_t live = 0, used = 0;
-    for (uint32_t i = 0; i < ix->n_order; i++) {
-        const rt_topic_t *t = ix->order[i];
-        if (!t)
-            continue;
-        live++;
+    size_t live = 0, dead = 0, used = 0, off = 0;
+    if (ix->used > ix->cap_arena || ix->used % 4)
+        FAIL("topic records use %zu of %zu bytes", ix->used, ix->cap_arena);
+    while (off < ix->used) {
+        const rt_topic_t *t = (const rt_topic_t *)(ix->arena + off);
+        size_t size = nsrv__tindex_size_at(ix, off);
+        if (off + size > ix->used)
+            FAIL("topic record at %zu runs past the records", off);
+        if (t->qref == RT_QREF_DEAD) {
+            dead += size;
+        } else {
+            live++;
+            if (nsrv__tindex_get(ix, t->name) != t)
+                FAIL("topic '%s' not found through the index", t->name);
+        }
+        off += size;
     }
-    if (ix->n_order && !ix->order[ix->n_order - 1])
-        FAIL("the topic order ends in a tombstone");
-    if (live != ix->n || ix->n_order > ix->cap_order)
-        FAIL("topic order holds %zu topics in %u of %u, the index counts %zu", live,
-             (unsigned)ix->n_order, (unsigned)ix->cap_order, ix->n);
+    if (live != ix->n || dead != ix->dead)
+        FAIL("topic records hold %zu topics and %zu bytes of tombstones, the index counts %zu "
+             "and %zu",
+             live, dead, ix->n, ix->dead);
+    if (ix->n == 0 && ix->used)
+        FAIL("no topics but %zu bytes of records", ix->used);
     for (size_t i = 0; i < ix->cap; i++) {
-        const rt_tslot_t *s = &ix->slots[i];
-        if (!s->hash)
+        if (!ix->slots[i])
             continue;
         used++;
-        if (s->pos >= ix->n_order || !ix->order[s->pos])
-            FAIL("index slot %zu names position %u, which holds no topic", i, (unsigned)s->pos);
-        if (nsrv__tindex_hash(ix->order[s->pos]->name) != s->hash)
-            FAIL("index slot of '%s' has a wrong hash", ix->order[s->pos]->name);
+        if ((size_t)(ix->slots[i] - 1) * 4 >= ix->used ||
+            nsrv__tindex_at(ix, ix->slots[i] - 1)->qref == RT_QREF_DEAD)
+            FAIL("index slot %zu names position %u, which holds no topic", i,
+                 (unsigned)ix->slots[i] - 1);
     }
+    /* Every live record found, as many slots as records, each on a live one: one each. */
     if (used != ix->n || (ix->cap && ix->n * 2 > ix->cap))
         FAIL("index holds %zu slots for %zu topics in %zu", used, ix->n, ix->cap);
     return 0;
@@ -80,9 +92,8 @@ static int check_index(const nsrv_route_t *rt, char *why, size_t why_len) {
 /* The references of t: live ids, an array only for two or more, one per broker name.
  * Counts them into refs[id] and *n_qds, and t's array into *n_arrays. */
 static int check_topic_qds(const nsrv_route_t *rt, const rt_topic_t *t, uint32_t *refs,
-                           size_t *n_qds, size_t *n_arrays, char *why, size_t why_len) {
-    if (nsrv__route_topic_find(rt, t->name) != t)
-        FAIL("topic '%s' not found through the index", t->name);
+                           size_t *n_qds, size_t *n_arrays, size_t *n_caches, char *why,
+                           size_t why_len) {
     if (t->qref & RT_QREF_MANY) {
         uint32_t a = t->qref & ~RT_QREF_MANY;
         if (!nsrv__idvec_live(&rt->qd_arrays, a))
@@ -90,6 +101,11 @@ static int check_topic_qds(const nsrv_route_t *rt, const rt_topic_t *t, uint32_t
         if (((const rt_qd_array_t *)nsrv__idvec_get(&rt->qd_arrays, a))->n < 2)
             FAIL("topic '%s' keeps an array of fewer than two", t->name);
         ++*n_arrays;
+    }
+    if (t->cache) {
+        if (!nsrv__idvec_live(&rt->caches, t->cache - 1))
+            FAIL("topic '%s' names freed cached routes", t->name);
+        ++*n_caches;
     }
     size_t n;
     const uint32_t *ids = nsrv__route_qd_ids(rt, t, &n);
@@ -114,8 +130,8 @@ static int check_topic_qds(const nsrv_route_t *rt, const rt_topic_t *t, uint32_t
 }
 
 /* Every interned value has as many references as topics name it, and is found by value. */
-static int check_interned(const nsrv_route_t *rt, const uint32_t *refs, size_t n_arrays, char *why,
-                          size_t why_len) {
+static int check_interned(const nsrv_route_t *rt, const uint32_t *refs, size_t n_arrays,
+                          size_t n_caches, char *why, size_t why_len) {
     size_t live = 0;
     for (uint32_t id = 0; id < rt->qd_ids.n; id++) {
         if (!nsrv__idvec_live(&rt->qd_ids, id))
@@ -135,6 +151,8 @@ static int check_interned(const nsrv_route_t *rt, const uint32_t *refs, size_t n
     if (n_arrays != rt->qd_arrays.used)
         FAIL("%zu topics with queue-data arrays, %u arrays", n_arrays,
              (unsigned)rt->qd_arrays.used);
+    if (n_caches != rt->caches.used)
+        FAIL("%zu topics with cached routes, %u cached", n_caches, (unsigned)rt->caches.used);
     return 0;
 }
 
@@ -146,23 +164,23 @@ static int check_topics(const nsrv_route_t *rt, size_t *n_qds, size_t *n_bodies,
     if (rc)
         return rc;
     uint32_t *refs = nsrv_calloc(rt->qd_ids.n + 1, sizeof refs[0]);
-    size_t n_arrays = 0;
+    size_t n_arrays = 0, n_caches = 0;
     const rt_topic_t *t;
     NSRV__TINDEX_FOREACH(&rt->topic_index, t) {
-        rc = check_topic_qds(rt, t, refs, n_qds, &n_arrays, why, why_len);
+        rc = check_topic_qds(rt, t, refs, n_qds, &n_arrays, &n_caches, why, why_len);
         if (!rc)
             rc = check_cache(rt, t, n_bodies, why, why_len);
         if (rc)
             break;
     }
     if (!rc)
-        rc = check_interned(rt, refs, n_arrays, why, why_len);
+        rc = check_interned(rt, refs, n_arrays, n_caches, why, why_len);
     nsrv_free(refs);
     return rc;
 }
 
-static int cmp_ptr(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t) * (const void *const *)a, y = (uintptr_t) * (const void *const *)b;
+static int cmp_pos(const void *a, const void *b) {
+    rt_tpos_t x = *(const rt_tpos_t *)a, y = *(const rt_tpos_t *)b;
     return (x > y) - (x < y);
 }
 
@@ -191,7 +209,9 @@ static int check_bnames(const nsrv_route_t *rt, size_t n_qds, char *why, size_t 
         if (listed > n_qds)
             FAIL("the broker vectors hold more than the %zu queue data of the topics", n_qds);
         for (uint32_t k = 0; k < b->n_topics; k++) {
-            const rt_topic_t *t = b->topics[k];
+            if ((size_t)b->topics[k] * 4 >= rt->topic_index.used)
+                FAIL("broker '%s' lists a position past the topics", b->name);
+            const rt_topic_t *t = nsrv__route_topic_at(rt, b->topics[k]);
             if (nsrv__route_topic_find(rt, t->name) != t)
                 FAIL("broker '%s' lists a topic that is not in the table", b->name);
             if (!nsrv__route_topic_qd(rt, t, b))
@@ -199,9 +219,9 @@ static int check_bnames(const nsrv_route_t *rt, size_t n_qds, char *why, size_t 
                      t->name);
         }
         if (b->n_topics > 1) {
-            rt_topic_t **sorted = nsrv_malloc(b->n_topics * sizeof sorted[0]);
+            rt_tpos_t *sorted = nsrv_malloc(b->n_topics * sizeof sorted[0]);
             memcpy(sorted, b->topics, b->n_topics * sizeof sorted[0]);
-            qsort(sorted, b->n_topics, sizeof sorted[0], cmp_ptr);
+            qsort(sorted, b->n_topics, sizeof sorted[0], cmp_pos);
             bool dup = false;
             for (uint32_t k = 1; k < b->n_topics && !dup; k++)
                 dup = sorted[k] == sorted[k - 1];

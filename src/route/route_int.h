@@ -18,9 +18,11 @@
  * value), because all topics of a broker usually have the same queue numbers,
  * perm and flags; a topic refers to them by 32-bit id (rt_qref_t): one id
  * when it has one QueueData, else the id of an array of ids. A change of a
- * QueueData is a new reference, never a write into a shared node. The cached
- * route bodies exist only for topics that were queried since their last
- * change.
+ * QueueData is a new reference, never a write into a shared node. A topic is
+ * a record in the topic arena (topic_index.h: 8 bytes and its name, no
+ * allocation of its own), and broker vectors hold 32-bit positions, renumbered
+ * when the arena is compacted. The cached route bodies exist only for topics
+ * that were queried since their last change (rt->caches, by id).
  *
  * Cache invalidation. A topic's cached bodies depend on its QueueData, the
  * BrokerData of each broker name in it, filter servers of those addresses,
@@ -48,7 +50,6 @@
 
 typedef struct rt_qd rt_qd_t;
 typedef struct rt_bname rt_bname_t;
-typedef struct rt_topic rt_topic_t;
 
 typedef struct {
     int64_t id;
@@ -64,7 +65,7 @@ struct rt_bname {
     bool acting;      /* BrokerData.enableActingMaster */
     rt_addr_t *addrs; /* sorted by id; ids and addresses both unique */
     size_t n_addrs, cap_addrs;
-    rt_topic_t **topics; /* every topic with a QueueData of this name, unordered */
+    rt_tpos_t *topics; /* every topic with a QueueData of this name, unordered */
     uint32_t n_topics, cap_topics;
     uint32_t mark; /* scratch for set operations (see rt->mark_gen) */
 };
@@ -112,22 +113,12 @@ typedef struct {
     rt_cache_t mode[2];
 } rt_tcache_t;
 
-/* A topic's QueueData: an id in rt->qd_ids, or RT_QREF_MANY | an id in rt->qd_arrays. */
-typedef uint32_t rt_qref_t;
-#define RT_QREF_MANY 0x80000000u
-
 /* The QueueData ids of a topic that has two or more, in insertion order. Its capacity is
  * the power of two at or above n (it grows by doubling), so it is not stored. */
 typedef struct {
     uint32_t n; /* >= 2 */
     uint32_t q[];
 } rt_qd_array_t;
-
-struct rt_topic {
-    rt_tcache_t *cache; /* NULL until queried, and again once invalidated */
-    rt_qref_t qref;
-    char name[]; /* in the same allocation: a lookup's compare touches no other memory */
-};
 
 typedef struct {
     char *name;
@@ -205,6 +196,7 @@ struct nsrv_route {
     rt_qd_t *qd_table;     /* interned QueueData by value */
     rt_idvec_t qd_ids;     /* rt_qd_t by id */
     rt_idvec_t qd_arrays;  /* rt_qd_array_t by id */
+    rt_idvec_t caches;     /* rt_tcache_t by id (rt_topic_t.cache) */
     /* Lower bound of the earliest live deadline; UINT64_MAX when none. */
     uint64_t next_expiry;
     void (*close_cb)(void *ud, uint64_t conn_id);
@@ -244,14 +236,28 @@ const rt_qd_t *nsrv__route_qd_at(const nsrv_route_t *rt, const rt_topic_t *t, si
 static inline const rt_qd_t *nsrv__route_qd(const nsrv_route_t *rt, uint32_t id) {
     return (const rt_qd_t *)nsrv__idvec_get(&rt->qd_ids, id);
 }
-/* Frees t (its references released), which the index no longer holds. */
+/* Releases what t refers to (QueueData, cached bodies); the record stays. */
 void nsrv__route_topic_free(nsrv_route_t *rt, rt_topic_t *t);
 /* Frees the intern table and the id arrays (the topics are freed). */
 void nsrv__route_qd_free_all(nsrv_route_t *rt);
 /* t's QueueData of b, or NULL. */
 const rt_qd_t *nsrv__route_topic_qd(const nsrv_route_t *rt, const rt_topic_t *t,
                                     const rt_bname_t *b);
-void nsrv__route_topic_invalidate(rt_topic_t *t);
+/* The topic at position pos (a live one: from a broker's vector). */
+static inline rt_topic_t *nsrv__route_topic_at(const nsrv_route_t *rt, rt_tpos_t pos) {
+    return nsrv__tindex_at(&rt->topic_index, pos);
+}
+/* t's cached route bodies: NULL when it has none. */
+static inline rt_tcache_t *nsrv__route_tcache(const nsrv_route_t *rt, const rt_topic_t *t) {
+    return t->cache ? (rt_tcache_t *)nsrv__idvec_get(&rt->caches, t->cache - 1) : NULL;
+}
+/* The same, allocated (empty) when it has none. */
+rt_tcache_t *nsrv__route_tcache_get(nsrv_route_t *rt, rt_topic_t *t);
+void nsrv__route_topic_invalidate(nsrv_route_t *rt, rt_topic_t *t);
+/* Compacts the topic records when due (topic_index.h) and renumbers the broker vectors.
+ * Called where no topic pointer or position is held: the ends of the public operations
+ * that remove topics. */
+void nsrv__route_tidy(nsrv_route_t *rt);
 void nsrv__route_invalidate_all(nsrv_route_t *rt);
 /* createAndUpdateQueueData: insert, or replace only if different. */
 void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,

@@ -97,7 +97,7 @@ void nsrv__route_mapping_put(nsrv_route_t *rt, const nsrv_mapping_info_t *m) {
     }
     rt_topic_t *t = nsrv__route_topic_find(rt, m->topic);
     if (t)
-        nsrv__route_topic_invalidate(t);
+        nsrv__route_topic_invalidate(rt, t);
 }
 
 const rt_mtopic_t *nsrv__route_mapping_find(const nsrv_route_t *rt, const char *topic) {

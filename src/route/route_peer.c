@@ -99,7 +99,7 @@ int nsrv_route_export_body(nsrv_route_t *rt, const char *cluster, const char *ad
         size_t n = b->n_topics;
         out->topics = nsrv_arena_alloc(arena, (n ? n : 1) * sizeof out->topics[0]);
         for (size_t k = 0; k < n; k++) {
-            const rt_topic_t *topic = b->topics[k];
+            const rt_topic_t *topic = nsrv__route_topic_at(rt, b->topics[k]);
             const rt_qd_t *qd = nsrv__route_topic_qd(rt, topic, b);
             nsrv_topic_config_t *t = &out->topics[out->n_topics++];
             t->topic_name = nsrv_arena_strndup(arena, topic->name, strlen(topic->name));

@@ -167,7 +167,7 @@ static void topic_remove_id(nsrv_route_t *rt, rt_topic_t *t, size_t i) {
 
 /* ---- the per-broker topic vectors ---- */
 
-static void bname_add_topic(rt_bname_t *b, rt_topic_t *t) {
+static void bname_add_topic(rt_bname_t *b, rt_tpos_t t) {
     if (b->n_topics == b->cap_topics) {
         b->cap_topics = b->cap_topics ? b->cap_topics * 2 : 4;
         b->topics = nsrv_realloc(b->topics, b->cap_topics * sizeof b->topics[0]);
@@ -191,16 +191,13 @@ static void bname_remove_topic_at(rt_bname_t *b, uint32_t k) {
 
 /* A new topic whose only QueueData is id. */
 static rt_topic_t *topic_new(nsrv_route_t *rt, const char *name, uint32_t id) {
-    size_t len = strlen(name);
-    rt_topic_t *t = nsrv_calloc(1, sizeof *t + len + 1);
-    memcpy(t->name, name, len + 1);
+    rt_topic_t *t = nsrv__tindex_add(&rt->topic_index, name);
     t->qref = id;
-    nsrv__tindex_put(&rt->topic_index, t);
     return t;
 }
 
 void nsrv__route_topic_free(nsrv_route_t *rt, rt_topic_t *t) {
-    nsrv__route_topic_invalidate(t);
+    nsrv__route_topic_invalidate(rt, t);
     size_t n;
     const uint32_t *ids = nsrv__route_qd_ids(rt, t, &n);
     for (size_t i = 0; i < n; i++)
@@ -210,7 +207,6 @@ void nsrv__route_topic_free(nsrv_route_t *rt, rt_topic_t *t) {
         nsrv__idvec_del(&rt->qd_arrays, t->qref & ~RT_QREF_MANY);
         nsrv_free(a);
     }
-    nsrv_free(t); /* the name is stored with it */
 }
 
 void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, int32_t read_q,
@@ -218,13 +214,13 @@ void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, i
     rt_topic_t *t = nsrv__route_topic_find(rt, topic);
     if (!t) {
         t = topic_new(rt, topic, qd_intern_values(rt, b, read_q, write_q, perm, sys_flag));
-        bname_add_topic(b, t);
+        bname_add_topic(b, nsrv__tindex_pos(&rt->topic_index, t));
         return;
     }
     size_t n, i = qd_index(rt, t, b, &n);
     if (i == n) {
         topic_append_id(rt, t, qd_intern_values(rt, b, read_q, write_q, perm, sys_flag));
-        bname_add_topic(b, t);
+        bname_add_topic(b, nsrv__tindex_pos(&rt->topic_index, t));
     } else {
         const rt_qd_t *qd = nsrv__route_qd_at(rt, t, i);
         if (qd->read_queue_nums == read_q && qd->write_queue_nums == write_q && qd->perm == perm &&
@@ -235,7 +231,7 @@ void nsrv__route_upsert_qd(nsrv_route_t *rt, const char *topic, rt_bname_t *b, i
         ids[i] = qd_intern_values(rt, b, read_q, write_q, perm, sys_flag);
         qd_release(rt, old);
     }
-    nsrv__route_topic_invalidate(t);
+    nsrv__route_topic_invalidate(rt, t);
 }
 
 void nsrv__route_set_perm(nsrv_route_t *rt, rt_topic_t *t, const rt_bname_t *b, int32_t p) {
@@ -251,32 +247,55 @@ void nsrv__route_set_perm(nsrv_route_t *rt, rt_topic_t *t, const rt_bname_t *b, 
     uint32_t old = ids[i];
     ids[i] = qd_intern(rt, &key);
     qd_release(rt, old);
-    nsrv__route_topic_invalidate(t);
+    nsrv__route_topic_invalidate(rt, t);
 }
 
 /* Removes b's QueueData from t; frees t when it was the last. */
 static void topic_drop_qd(nsrv_route_t *rt, rt_topic_t *t, const rt_bname_t *b) {
     size_t n, i = qd_index(rt, t, b, &n);
     if (n == 1) {
-        nsrv__tindex_del(&rt->topic_index, t);
         nsrv__route_topic_free(rt, t);
+        nsrv__tindex_del(&rt->topic_index, t);
         return;
     }
     topic_remove_id(rt, t, i);
-    nsrv__route_topic_invalidate(t);
+    nsrv__route_topic_invalidate(rt, t);
 }
 
 void nsrv__route_remove_qd_at(nsrv_route_t *rt, rt_bname_t *b, uint32_t k) {
-    rt_topic_t *t = b->topics[k];
+    rt_topic_t *t = nsrv__route_topic_at(rt, b->topics[k]);
     bname_remove_topic_at(b, k);
     topic_drop_qd(rt, t, b);
 }
 
 void nsrv__route_remove_qd(nsrv_route_t *rt, rt_topic_t *t, rt_bname_t *b) {
+    rt_tpos_t pos = nsrv__tindex_pos(&rt->topic_index, t);
     for (uint32_t k = 0; k < b->n_topics; k++) {
-        if (b->topics[k] == t) {
+        if (b->topics[k] == pos) {
             nsrv__route_remove_qd_at(rt, b, k);
             return;
+        }
+    }
+}
+
+/* ---- compaction ---- */
+
+void nsrv__route_tidy(nsrv_route_t *rt) {
+    rt_topic_index_t *ix = &rt->topic_index;
+    if (!nsrv__tindex_compact_due(ix))
+        return;
+    nsrv__tindex_compact(ix);
+    /* Every position changed: refill the broker vectors from the topics (in creation
+     * order, which their order need not keep). */
+    for (rt_bname_t *b = rt->bnames; b; b = b->hh.next)
+        b->n_topics = 0;
+    rt_topic_t *t;
+    NSRV__TINDEX_FOREACH(ix, t) {
+        size_t n;
+        const uint32_t *ids = nsrv__route_qd_ids(rt, t, &n);
+        for (size_t i = 0; i < n; i++) {
+            rt_bname_t *b = nsrv__route_qd(rt, ids[i])->bname;
+            b->topics[b->n_topics++] = nsrv__tindex_pos(ix, t); /* within its capacity */
         }
     }
 }

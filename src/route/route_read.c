@@ -39,9 +39,7 @@ int nsrv_route_topic_route_shared(nsrv_route_t *rt, const char *topic, nsrv_rout
     }
     if (mode != NSRV_ROUTE_JSON_STANDARD)
         mode = NSRV_ROUTE_JSON_DEFAULT;
-    if (!t->cache)
-        t->cache = nsrv_calloc(1, sizeof *t->cache);
-    rt_cache_t *c = &t->cache->mode[mode];
+    rt_cache_t *c = &nsrv__route_tcache_get(rt, t)->mode[mode];
     if (c->valid && nsrv__route_str_eq_null(c->order_conf, order_conf)) {
         rt->stats.route_cache_hits++;
     } else {

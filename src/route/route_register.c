@@ -56,7 +56,7 @@ static void delete_unreported_topics(nsrv_route_t *rt, rt_bname_t *b,
     }
     /* Backwards: a swap-remove moves into k an entry already visited. */
     for (uint32_t k = b->n_topics; k-- > 0;) {
-        const char *topic = b->topics[k]->name;
+        const char *topic = nsrv__route_topic_at(rt, b->topics[k])->name;
         name_ref_t *found;
         HASH_FIND_STR(set, topic, found);
         if (!found) {
@@ -226,4 +226,5 @@ void nsrv_route_register_broker(nsrv_route_t *rt, const nsrv_register_req_t *req
 
     if (bd_changed)
         nsrv__route_bname_changed(rt, b);
+    nsrv__route_tidy(rt); /* step 10 may have removed topics */
 }

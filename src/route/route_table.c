@@ -50,6 +50,7 @@ void nsrv_route_destroy(nsrv_route_t **prt) {
     NSRV__TINDEX_FOREACH(&rt->topic_index, t)
     nsrv__route_topic_free(rt, t);
     nsrv__tindex_free(&rt->topic_index);
+    nsrv__idvec_free(&rt->caches);
     rt_bname_t *b, *bt;
     HASH_ITER(hh, rt->bnames, b, bt) {
         HASH_DEL(rt->bnames, b);
@@ -128,7 +129,7 @@ void nsrv__route_bname_release(nsrv_route_t *rt, rt_bname_t *b) {
 void nsrv__route_bname_changed(nsrv_route_t *rt, rt_bname_t *b) {
     NSRV_UNUSED(rt);
     for (uint32_t k = 0; k < b->n_topics; k++)
-        nsrv__route_topic_invalidate(b->topics[k]);
+        nsrv__route_topic_invalidate(rt, nsrv__route_topic_at(rt, b->topics[k]));
 }
 
 const char *nsrv__route_bname_addr(const rt_bname_t *b, int64_t id) {
@@ -183,20 +184,28 @@ rt_topic_t *nsrv__route_topic_find(const nsrv_route_t *rt, const char *name) {
     return name ? nsrv__tindex_get(&rt->topic_index, name) : NULL;
 }
 
-void nsrv__route_topic_invalidate(rt_topic_t *t) {
-    /* Keep nothing: a topic that is not read again should not hold memory. */
+rt_tcache_t *nsrv__route_tcache_get(nsrv_route_t *rt, rt_topic_t *t) {
     if (!t->cache)
+        t->cache = 1 + nsrv__idvec_put(&rt->caches, nsrv_calloc(1, sizeof(rt_tcache_t)));
+    return nsrv__route_tcache(rt, t);
+}
+
+void nsrv__route_topic_invalidate(nsrv_route_t *rt, rt_topic_t *t) {
+    /* Keep nothing: a topic that is not read again should not hold memory. */
+    rt_tcache_t *tc = nsrv__route_tcache(rt, t);
+    if (!tc)
         return;
-    for (size_t i = 0; i < NSRV_ARRAY_LEN(t->cache->mode); i++)
-        cache_clear(&t->cache->mode[i]);
-    nsrv_free(t->cache);
-    t->cache = NULL;
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(tc->mode); i++)
+        cache_clear(&tc->mode[i]);
+    nsrv_free(tc);
+    nsrv__idvec_del(&rt->caches, t->cache - 1);
+    t->cache = 0;
 }
 
 void nsrv__route_invalidate_all(nsrv_route_t *rt) {
     rt_topic_t *t;
     NSRV__TINDEX_FOREACH(&rt->topic_index, t)
-    nsrv__route_topic_invalidate(t);
+    nsrv__route_topic_invalidate(rt, t);
 }
 
 /* Removes every QueueData of b (its group is gone); empty topics are deleted. */
@@ -283,12 +292,13 @@ void nsrv__route_unregister(nsrv_route_t *rt, const char *cluster, const char *a
         cluster_remove_name(rt, cluster, name);
         remove_all_qds_of(rt, b);
         nsrv__route_bname_release(rt, b);
+        nsrv__route_tidy(rt);
         return;
     }
     /* A reduced group with acting master and no master left: its queues turn read-only. */
     if (b && b->present && b->acting && (b->n_addrs == 0 || b->addrs[0].id > 0)) {
         for (uint32_t k = 0; k < b->n_topics; k++) {
-            rt_topic_t *t = b->topics[k];
+            rt_topic_t *t = nsrv__route_topic_at(rt, b->topics[k]);
             nsrv__route_set_perm(rt, t, b, nsrv__route_topic_qd(rt, t, b)->perm & ~NSRV_PERM_WRITE);
         }
     }
@@ -311,7 +321,7 @@ static int operate_write_perm(nsrv_route_t *rt, const char *broker_name, bool wi
         return 0;
     int count = 0;
     for (uint32_t k = 0; k < b->n_topics; k++) {
-        rt_topic_t *t = b->topics[k];
+        rt_topic_t *t = nsrv__route_topic_at(rt, b->topics[k]);
         int32_t perm = nsrv__route_topic_qd(rt, t, b)->perm;
         nsrv__route_set_perm(rt, t, b,
                              wipe ? (perm & ~NSRV_PERM_WRITE) : (NSRV_PERM_READ | NSRV_PERM_WRITE));
@@ -328,7 +338,7 @@ int nsrv_route_add_write_perm(nsrv_route_t *rt, const char *broker_name) {
     return operate_write_perm(rt, broker_name, false);
 }
 
-void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cluster) {
+static void delete_topic(nsrv_route_t *rt, const char *topic, const char *cluster) {
     rt_topic_t *t = nsrv__route_topic_find(rt, topic);
     if (!t)
         return;
@@ -355,6 +365,11 @@ void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cl
         if (last)
             return; /* the topic is gone */
     }
+}
+
+void nsrv_route_delete_topic(nsrv_route_t *rt, const char *topic, const char *cluster) {
+    delete_topic(rt, topic, cluster);
+    nsrv__route_tidy(rt);
 }
 
 void nsrv_route_register_topic(nsrv_route_t *rt, const char *topic, const nsrv_queue_data_t *qds,

@@ -1,54 +1,84 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The route table's topics: an insertion-ordered array of topic pointers and,
- * for the hot path (GET_ROUTEINFO_BY_TOPIC), an open-addressing index of
- * (hash, position) pairs over it, at most half full. A lookup is one hash of
- * the name, usually one cache line of slots, one load from the array and one
- * compare of the name.
+ * The route table's topics: records in one creation-ordered arena and, for
+ * the hot path (GET_ROUTEINFO_BY_TOPIC), an open-addressing index of 32-bit
+ * positions into it, at most half full. A lookup is one hash of the name,
+ * usually one cache line of slots and one compare of the name per slot of the
+ * probe run (the record's first bytes: its name is inline).
  *
- * Memory, per topic: 8 bytes of array (plus the tombstones of removed topics
- * until the next compaction) and 8-byte slots at 25-50 % load. The order array
- * is what the topic lists iterate (creation order, proto/requests.md §2.11);
- * a removed topic leaves a NULL that a later removal compacts away once the
- * tombstones are half the array, renumbering the positions in the slots. A
- * topic does not store its position: removal finds its slot by name. Loop
- * thread only.
+ * Memory, per topic (issue 12): its record (8 bytes and the name, 4-byte
+ * aligned) and 4-byte slots at 25-50 % load; no allocation of its own. The
+ * arena is what the topic lists walk (creation order, proto/requests.md
+ * §2.11). A removed topic stays as a tombstone until a compaction slides the
+ * live records down once the tombstones are half the arena; that moves every
+ * record, so it runs only when the route table asks (nsrv__tindex_compact),
+ * at a point where no one holds a topic pointer or position. Adding a topic
+ * may move the arena too (realloc): a topic pointer is valid until the next
+ * add. Loop thread only.
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct rt_topic;
+/* A topic's QueueData: an id in rt->qd_ids, or RT_QREF_MANY | an id in rt->qd_arrays
+ * (route_int.h); RT_QREF_DEAD marks a removed topic's record. */
+typedef uint32_t rt_qref_t;
+#define RT_QREF_MANY 0x80000000u
+#define RT_QREF_DEAD 0xffffffffu
+
+/* A topic record: 4-byte aligned in the arena, its size given by its name. */
+typedef struct rt_topic {
+    rt_qref_t qref;
+    uint32_t cache; /* 1 + id of its cached route bodies in rt->caches; 0 until queried */
+    char name[];
+} rt_topic_t;
+
+/* A topic's position: its record's offset in the arena / 4. Stable until a compaction. */
+typedef uint32_t rt_tpos_t;
 
 typedef struct {
-    uint32_t hash; /* of the topic's name; 0 is a free slot (hashes are never 0) */
-    uint32_t pos;  /* in rt_topic_index_t.order */
-} rt_tslot_t;
-
-typedef struct {
-    rt_tslot_t *slots;
-    size_t cap;              /* a power of two, or 0 */
-    size_t n;                /* topics */
-    struct rt_topic **order; /* insertion order; NULL where a topic was removed */
-    uint32_t n_order, cap_order;
+    uint32_t *slots;              /* 1 + position; 0 is a free slot */
+    size_t cap;                   /* a power of two, or 0 */
+    size_t n;                     /* live topics */
+    char *arena;                  /* the records, in creation order */
+    size_t used, cap_arena, dead; /* bytes: records, allocated, tombstones */
 } rt_topic_index_t;
 
 uint32_t nsrv__tindex_hash(const char *name);
-/* Appends t, whose name is not in the index yet. */
-void nsrv__tindex_put(rt_topic_index_t *ix, struct rt_topic *t);
-/* Removes t; may renumber the positions of the others (never their order). */
-void nsrv__tindex_del(rt_topic_index_t *ix, const struct rt_topic *t);
+
+static inline size_t nsrv__tindex_rec_size(size_t name_len) {
+    return (sizeof(rt_topic_t) + name_len + 1 + 3) & ~(size_t)3;
+}
+static inline rt_topic_t *nsrv__tindex_at(const rt_topic_index_t *ix, rt_tpos_t pos) {
+    return (rt_topic_t *)(ix->arena + (size_t)pos * 4);
+}
+static inline rt_tpos_t nsrv__tindex_pos(const rt_topic_index_t *ix, const rt_topic_t *t) {
+    return (rt_tpos_t)(((const char *)t - ix->arena) / 4);
+}
+/* The size of the record at byte offset off (live or not). */
+size_t nsrv__tindex_size_at(const rt_topic_index_t *ix, size_t off);
+
+/* Appends a record for name, which is not in the index yet (qref and cache 0). */
+rt_topic_t *nsrv__tindex_add(rt_topic_index_t *ix, const char *name);
+/* Removes t from the index; its record becomes a tombstone. */
+void nsrv__tindex_del(rt_topic_index_t *ix, rt_topic_t *t);
 /* The topic named name, or NULL. */
-struct rt_topic *nsrv__tindex_get(const rt_topic_index_t *ix, const char *name);
+rt_topic_t *nsrv__tindex_get(const rt_topic_index_t *ix, const char *name);
+/* Whether the tombstones are worth a compaction. */
+bool nsrv__tindex_compact_due(const rt_topic_index_t *ix);
+/* Slides the live records down over the tombstones (their order kept) and rebuilds the
+ * index: every position changes. */
+void nsrv__tindex_compact(rt_topic_index_t *ix);
 /*
  * Runs the statement that follows with t (a declared topic pointer) set to each
  * topic, in creation order, removed ones skipped. The index must not change
  * while it runs.
  */
 #define NSRV__TINDEX_FOREACH(ix, t)                                                                \
-    for (uint32_t tix_i_ = 0; tix_i_ < (ix)->n_order; tix_i_++)                                    \
-        if (((t) = (ix)->order[tix_i_]) == NULL) {                                                 \
+    for (size_t tix_o_ = 0; tix_o_ < (ix)->used; tix_o_ += nsrv__tindex_size_at((ix), tix_o_))     \
+        if (((t) = (rt_topic_t *)((ix)->arena + tix_o_))->qref == RT_QREF_DEAD) {                  \
         } else
-/* Frees the index, not the topics. */
+/* Frees the index and the records. */
 void nsrv__tindex_free(rt_topic_index_t *ix);

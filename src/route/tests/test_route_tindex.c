@@ -17,18 +17,19 @@
 
 #define N 3000
 
-/* The order array holds the topics in, in creation order, tombstones apart. */
-static void check_order(const rt_topic_index_t *ix, rt_topic_t **topics, const bool *in,
-                        const uint64_t *created) {
+static void topic_name(char *out, size_t cap, int i) {
+    snprintf(out, cap, "topic-broker-%04d-%d", i / 100, i % 100);
+}
+
+/* The records hold the topics in, in creation order, tombstones apart. */
+static void check_order(const rt_topic_index_t *ix, const bool *in, const uint64_t *created) {
     uint64_t last = 0;
     size_t live = 0;
-    for (uint32_t p = 0; p < ix->n_order; p++) {
-        rt_topic_t *t = ix->order[p];
-        if (!t)
-            continue;
-        size_t i = 0;
-        while (topics[i] != t)
-            i++;
+    rt_topic_t *t;
+    NSRV__TINDEX_FOREACH(ix, t) {
+        int b, k;
+        assert_int_equal(sscanf(t->name, "topic-broker-%d-%d", &b, &k), 2);
+        int i = b * 100 + k;
         assert_true(in[i]);
         assert_true(created[i] > last);
         last = created[i];
@@ -39,53 +40,62 @@ static void check_order(const rt_topic_index_t *ix, rt_topic_t **topics, const b
 
 static void test_random_put_del(void **state) {
     (void)state;
-    static rt_topic_t *topics[N];
     static bool in[N];
     static uint64_t created[N];
     rt_topic_index_t ix = {0};
     uint32_t seed = 12345;
-    for (int i = 0; i < N; i++) {
-        char name[40];
-        int len = snprintf(name, sizeof name, "topic-broker-%04d-%d", i / 100, i % 100);
-        topics[i] = calloc(1, sizeof *topics[i] + (size_t)len + 1);
-        memcpy(topics[i]->name, name, (size_t)len + 1);
-    }
+    char name[40];
     size_t compactions = 0;
     for (int step = 0; step < 60000; step++) {
         seed = seed * 1103515245u + 12345u;
         int i = (int)((seed >> 8) % N);
         /* Grow for the first half, then mostly shrink, so both resizes and the
-         * compaction of the order array run. */
+         * compaction of the records run. */
         bool add = step < 30000 ? (seed & 3) != 0 : (seed & 3) == 0;
+        topic_name(name, sizeof name, i);
         if (add && !in[i]) {
-            nsrv__tindex_put(&ix, topics[i]);
+            rt_topic_t *t = nsrv__tindex_add(&ix, name);
+            assert_string_equal(t->name, name);
+            t->qref = (rt_qref_t)i;
             in[i] = true;
             created[i] = (uint64_t)step + 1;
         } else if (!add && in[i]) {
-            uint32_t before = ix.n_order;
-            nsrv__tindex_del(&ix, topics[i]);
-            compactions += ix.n_order + 1 < before;
+            nsrv__tindex_del(&ix, nsrv__tindex_get(&ix, name));
             in[i] = false;
+            if (nsrv__tindex_compact_due(&ix)) {
+                size_t before = ix.used;
+                nsrv__tindex_compact(&ix);
+                assert_true(ix.used * 2 < before);
+                assert_int_equal(ix.dead, 0);
+                compactions++;
+            }
         }
         if (step % 997 == 0 || step == 59999) {
             size_t n = 0;
             for (int j = 0; j < N; j++) {
-                assert_ptr_equal(nsrv__tindex_get(&ix, topics[j]->name), in[j] ? topics[j] : NULL);
+                topic_name(name, sizeof name, j);
+                rt_topic_t *t = nsrv__tindex_get(&ix, name);
+                if (in[j]) {
+                    assert_non_null(t);
+                    assert_int_equal(t->qref, j); /* the record moved with its topic */
+                    assert_ptr_equal(nsrv__tindex_at(&ix, nsrv__tindex_pos(&ix, t)), t);
+                } else {
+                    assert_null(t);
+                }
                 n += in[j];
             }
             assert_int_equal(ix.n, n);
             assert_true(ix.cap == 0 || ix.n * 2 <= ix.cap);
             /* Tombstones never outnumber the topics for long. */
-            assert_true(ix.n_order - ix.n <= 64 || (ix.n_order - ix.n) * 2 <= ix.n_order);
-            check_order(&ix, topics, in, created);
+            assert_false(nsrv__tindex_compact_due(&ix));
+            check_order(&ix, in, created);
         }
     }
     assert_true(compactions > 0);
     assert_null(nsrv__tindex_get(&ix, "no-such-topic"));
     nsrv__tindex_free(&ix);
-    assert_null(nsrv__tindex_get(&ix, topics[0]->name));
-    for (int i = 0; i < N; i++)
-        free(topics[i]);
+    topic_name(name, sizeof name, 0);
+    assert_null(nsrv__tindex_get(&ix, name));
 }
 
 /* The i-th name of a family: the shapes a cluster and the benchmark use. */
