@@ -299,8 +299,7 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_pre
     srv->cur_metrics_slot = slot;
     srv->cur_start_ns = start_ns;
     bool deferred = nsrv_processor_handle_prepared(
-        srv->proc, req, prep, c->id,
-        c->has_peer_addr ? (const struct sockaddr *)&c->peer_addr : NULL,
+        srv->proc, req, prep, c->id, c->has_peer_addr ? &c->peer_addr.sa : NULL,
         nsrv_mono_ns_to_ms(start_ns), &srv->arena, &srv->body, &resp);
     if (deferred)
         return nsrv_now_mono_ns();
@@ -542,8 +541,11 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
     strcpy(c->peer, "?");
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
         nsrv_sockaddr_format((const struct sockaddr *)&ss, c->peer, sizeof c->peer);
-        c->peer_addr = ss;
-        c->has_peer_addr = true;
+        if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+            memcpy(&c->peer_addr, &ss,
+                   ss.ss_family == AF_INET ? sizeof c->peer_addr.in4 : sizeof c->peer_addr.in6);
+            c->has_peer_addr = true;
+        }
     }
     c->next = srv->conns;
     if (srv->conns)

@@ -47,7 +47,13 @@ typedef struct nsrv_conn {
     nsrv_server_t *srv;
     uint64_t id;
     char peer[64];
-    struct sockaddr_storage peer_addr; /* for the allow lists; valid if has_peer_addr */
+    /* For the allow lists; valid if has_peer_addr. A TCP peer is IPv4 or IPv6, so not the
+     * 128 bytes of a sockaddr_storage in every connection. */
+    union {
+        struct sockaddr sa;
+        struct sockaddr_in in4;
+        struct sockaddr_in6 in6;
+    } peer_addr;
     bool has_peer_addr;
     nsrv_buf_t in; /* received bytes; [in_off, in.len) not yet consumed */
     size_t in_off;
