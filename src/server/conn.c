@@ -330,7 +330,7 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
     size_t offload_min = nsrv__offload_min_bytes(srv);
     size_t used = 0;
     unsigned frames = 0;
-    uint64_t start_ns = nsrv_now_mono_ns();
+    uint64_t start_ns = srv->read_ns ? srv->read_ns : nsrv_now_mono_ns();
     uint64_t now_ns = start_ns;
     c->in_batch = true;
     while (!c->closing && !conn_blocked(c)) {
@@ -492,24 +492,29 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         nsrv__conn_close(c, nread == UV_EOF ? "peer closed" : uv_strerror((int)nread));
         return;
     }
-    c->last_active_ms = nsrv_now_mono_ms();
-    c->srv->reqm.bytes_in += (uint64_t)nread;
+    nsrv_server_t *srv = c->srv;
+    srv->read_ns = nsrv_now_mono_ns();
+    c->last_active_ms = nsrv_mono_ns_to_ms(srv->read_ns);
+    srv->reqm.bytes_in += (uint64_t)nread;
     if (!c->saw_first_byte) {
         c->saw_first_byte = true;
-        if (!nsrv__conn_first_byte(c, (uint8_t)buf->base[0]))
+        if (!nsrv__conn_first_byte(c, (uint8_t)buf->base[0])) {
+            srv->read_ns = 0;
             return;
+        }
     }
     if (c->tls) {
         nsrv__conn_tls_received(c, buf->base, (size_t)nread);
-    } else if (buf->base == c->srv->read_buf) {
+    } else if (buf->base == srv->read_buf) {
         nsrv__conn_deliver(c, (const uint8_t *)buf->base, (size_t)nread);
     } else {
         c->in.len += (size_t)nread;
         conn_process(c);
     }
+    srv->read_ns = 0; /* batches run from elsewhere (resume, write_cb) read the clock */
     if (!c->closing)
         nsrv__conn_input_changed(c);
-    if (!c->closing && c->srv->shutting_down)
+    if (!c->closing && srv->shutting_down)
         nsrv__conn_maybe_finish(c);
 }
 
