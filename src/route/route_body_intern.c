@@ -8,6 +8,8 @@
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
 
+#include "check_fail.h"
+
 enum { MIN_CAP = 16 };
 
 /* Word-at-a-time multiply-xorshift: bodies are built only on a cache miss, and
@@ -142,13 +144,6 @@ size_t nsrv__body_intern_outside_refs(const rt_body_intern_t *bi) {
     }
     return refs;
 }
-
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        if (why)                                                                                   \
-            snprintf(why, why_len, __VA_ARGS__);                                                   \
-        return -__LINE__;                                                                          \
-    } while (0)
 
 int nsrv__body_intern_check(const rt_body_intern_t *bi, char *why, size_t why_len) {
     if (bi->cap & (bi->cap - 1))

@@ -8,13 +8,7 @@
 #include <string.h>
 
 #include "route_int.h"
-
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        if (why)                                                                                   \
-            snprintf(why, why_len, __VA_ARGS__);                                                   \
-        return -__LINE__;                                                                          \
-    } while (0)
+#include "check_fail.h"
 
 static uint64_t deadline(const rt_live_t *l) {
     uint64_t t = (uint64_t)l->timeout_ms;

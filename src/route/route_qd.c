@@ -40,6 +40,10 @@ void nsrv__idvec_free(rt_idvec_t *iv) {
 
 /* ---- interned values ---- */
 
+/* The key is hashed as bytes: a padding byte inside it would make equal values differ. */
+_Static_assert(RT_QD_KEY_LEN == sizeof(rt_bname_t *) + 4 * sizeof(int32_t),
+               "rt_qd_t key fields must be contiguous");
+
 /* The id of the QueueData with this value (key fields of *key), with one more reference. */
 static uint32_t qd_intern(nsrv_route_t *rt, const rt_qd_t *key) {
     rt_qd_t *qd;
@@ -65,13 +69,12 @@ static void qd_release(nsrv_route_t *rt, uint32_t id) {
 
 static uint32_t qd_intern_values(nsrv_route_t *rt, rt_bname_t *b, int32_t read_q, int32_t write_q,
                                  int32_t perm, int32_t sys_flag) {
-    rt_qd_t key;
-    memset(&key, 0, sizeof key);
-    key.bname = b;
-    key.read_queue_nums = read_q;
-    key.write_queue_nums = write_q;
-    key.perm = perm;
-    key.topic_sys_flag = sys_flag;
+    /* The key's fields are contiguous (RT_QD_KEY_LEN): no padding byte is hashed. */
+    rt_qd_t key = {.bname = b,
+                   .read_queue_nums = read_q,
+                   .write_queue_nums = write_q,
+                   .perm = perm,
+                   .topic_sys_flag = sys_flag};
     return qd_intern(rt, &key);
 }
 

@@ -7,7 +7,10 @@
  * operation every internal invariant is checked (nsrv__route_check), cached
  * route bodies included; a violation aborts. Some queried bodies are kept
  * referenced for a while, as a connection still sending one does, so shared
- * bodies outlive their topics' caches (and the table). Replayed over the corpus in ctest.
+ * bodies outlive their topics' caches (and the table). A bulk registration of
+ * hundreds of generated topics lets later removals leave enough tombstones for
+ * the topic arena's compaction (topic_index.h), which the small universe alone
+ * never reaches. Replayed over the corpus in ctest.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +39,54 @@ static const char *const topics[] = {"T0", "T1", "T2", "rmq_sys_SYNC_BROKER_MEMB
 static const char *const zones[] = {NULL, "z1", "Z1"};
 
 #define PICK(in, arr) (arr[take((in), (uint32_t)(sizeof(arr) / sizeof(arr[0])))])
+
+/* Bulk topics: BULK_STEP-sized runs of "bulk-NNN"; BULK_MAX of them leave past 4 KiB of
+ * tombstones when removed, so the arena compacts. */
+enum { BULK_STEP = 64, BULK_MAX = 8 * BULK_STEP };
+static char bulk_names[BULK_MAX][12];
+
+static const char *bulk_name(uint32_t i) {
+    if (!bulk_names[i][0])
+        snprintf(bulk_names[i], sizeof bulk_names[i], "bulk-%03u", (unsigned)i);
+    return bulk_names[i];
+}
+
+/* A topic of the small universe, or sometimes one of the bulk topics. */
+static const char *pick_topic(in_t *in) {
+    return take(in, 4) == 0 ? bulk_name(take(in, 255) * 2) : PICK(in, topics);
+}
+
+/* A master's full registration of one run of bulk topics: what it reported before and
+ * no longer does loses its queue data when deleteTopicWithBrokerRegistration is on, and
+ * all of it goes with the broker's unregistration or expiry. */
+static void fuzz_register_bulk(nsrv_route_t *rt, in_t *in, uint64_t now) {
+    static nsrv_topic_config_t tcs[BULK_MAX];
+    uint32_t first = take(in, 8) * BULK_STEP, n = (1 + take(in, 8)) * BULK_STEP;
+    if (first + n > BULK_MAX)
+        n = BULK_MAX - first;
+    int32_t queues = (int32_t)take(in, 3) + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        tcs[i] = (nsrv_topic_config_t){.topic_name = bulk_name(first + i),
+                                       .read_queue_nums = queues,
+                                       .write_queue_nums = queues,
+                                       .perm = 6};
+    }
+    nsrv_register_body_t body = {
+        .data_version = {take(in, 3), 1, take(in, 3)}, .topics = tcs, .n_topics = n};
+    nsrv_register_req_t req = {
+        .cluster = PICK(in, clusters),
+        .broker_addr = PICK(in, addrs),
+        .broker_name = PICK(in, names),
+        .ha_server_addr = "ha:1",
+        .broker_id = 0,
+        .timeout_ms = 5000,
+        .acting_master = -1,
+        .body = &body,
+        .conn_id = take(in, 4),
+    };
+    nsrv_register_result_t res;
+    nsrv_route_register_broker(rt, &req, now, &res);
+}
 
 static void fuzz_register(nsrv_route_t *rt, in_t *in, uint64_t now) {
     static nsrv_int_pair_t ids[] = {{0, 0}, {1, 1}, {0, 2}};
@@ -109,7 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *body;
         size_t len;
         nsrv_buf_reset(&b);
-        switch (take(&in, 12)) {
+        switch (take(&in, 13)) {
         case 0:
         case 1:
             fuzz_register(rt, &in, now);
@@ -136,8 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 nsrv_route_add_write_perm(rt, PICK(&in, names));
             break;
         case 7:
-            nsrv_route_delete_topic(rt, PICK(&in, topics),
-                                    take(&in, 2) ? PICK(&in, clusters) : NULL);
+            nsrv_route_delete_topic(rt, pick_topic(&in), take(&in, 2) ? PICK(&in, clusters) : NULL);
             break;
         case 8: {
             nsrv_queue_data_t qd = {PICK(&in, names), 1, 1, (int32_t)take(&in, 8), 0};
@@ -149,6 +199,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             nsrv_route_set_opts(rt, &o);
             break;
         }
+        case 11:
+            fuzz_register_bulk(rt, &in, now);
+            break;
         case 10:
             nsrv_route_cluster_info(rt, now, &b);
             nsrv_route_system_topic_list(rt, now, &b);
@@ -157,7 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         default: {
             nsrv_rcbuf_t *shared = NULL;
             nsrv_route_topic_route_shared(
-                rt, PICK(&in, topics),
+                rt, pick_topic(&in),
                 take(&in, 2) ? NSRV_ROUTE_JSON_STANDARD : NSRV_ROUTE_JSON_DEFAULT,
                 take(&in, 2) ? "ba:1" : NULL, PICK(&in, zones), now, &body, &len, &shared);
             /* Sometimes kept, in place of what that "connection" was sending before. */

@@ -169,9 +169,8 @@ static void test_interned_shared_and_unshared(void **state) {
     (void)state;
     nsrv_route_t *rt = three_brokers();
     nsrv_buf_t b = NSRV_BUF_INIT;
-    add_queue_data(rt, "T1", "broker-a", 6);
-    add_queue_data(rt, "T2", "broker-a", 6);
-    add_queue_data(rt, "T3", "broker-a", 6);
+    for (const char *const *name = (const char *const[]){"T1", "T2", "T3", NULL}; *name; name++)
+        add_queue_data(rt, *name, "broker-a", 6);
     const rt_qd_t *shared = qd_of(rt, "T1", "broker-a");
     assert_ptr_equal(qd_of(rt, "T2", "broker-a"), shared);
     assert_ptr_equal(qd_of(rt, "T3", "broker-a"), shared);
