@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "../../crypto/crypto_module.h"
+#include "linked_crypto.h"
 #include "nsrv/acl.h"
 #include "nsrv/config.h"
 #include "nsrv/mq_codes.h"
@@ -176,13 +176,6 @@ static void test_signed_admin_writes(void **state) {
     assert_null(acl_from("brokerAllowList=10.0.0.0/8,nonsense\n", err, sizeof err));
     assert_non_null(strstr(err, "brokerAllowList: entry 'nonsense'"));
     nsrv_test_dir_remove(&d);
-}
-
-/* OpenSSL linked in, as nsrvd would load it from nsrvd-crypto.so. */
-static int use_linked_crypto(void **state) {
-    (void)state;
-    nsrv_crypto_use(&nsrv_crypto_module_v1);
-    return 0;
 }
 
 NSRV_TEST_MAIN(use_linked_crypto, NULL, cmocka_unit_test(test_defaults_are_open),

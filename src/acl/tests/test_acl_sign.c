@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "../../crypto/crypto_module.h"
+#include "linked_crypto.h"
 #include "nsrv/acl.h"
 #include "testlib.h"
 
@@ -79,13 +79,6 @@ static void test_java_string_order(void **state) {
     assert_true(nsrv_acl_java_strcmp(emoji, 4, fullwidth, 3) < 0);
     assert_true(nsrv_acl_java_strcmp(fullwidth, 3, emoji, 4) > 0);
     assert_true(memcmp(emoji, fullwidth, 1) > 0);
-}
-
-/* OpenSSL linked in, as nsrvd would load it from nsrvd-crypto.so. */
-static int use_linked_crypto(void **state) {
-    (void)state;
-    nsrv_crypto_use(&nsrv_crypto_module_v1);
-    return 0;
 }
 
 NSRV_TEST_MAIN(use_linked_crypto, NULL, cmocka_unit_test(test_java_known_answer),

@@ -332,8 +332,8 @@ static void test_million_topic_churn(void **state) {
         snprintf(name, sizeof name, "broker-%d", i);
         nsrv_route_unregister_broker(rt, "C", addr, name, 0);
     }
-    assert_int_equal(rt->topic_index.n, 0);
-    assert_int_equal(rt->topic_index.used, 0);
+    /* Every topic gone, and with it every record: no tombstone is left behind. */
+    assert_true(rt->topic_index.n == 0 && rt->topic_index.used == 0);
     rt_check_and_free(&rt, NULL, T0);
 }
 
