@@ -202,7 +202,7 @@ def test_permissive_default_serves_tls_and_plaintext_on_one_port(start):
     assert cert.subject == cert.issuer
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "localhost"
     assert metrics(node)[HS_OK] == 1
-    assert "tls.server.mode=permissive, certificate self-signed at start" in node.output()
+    assert "tls.server.mode=permissive, certificate self-signed (test mode)" in node.output()
     plain.close()
     c.close()
 

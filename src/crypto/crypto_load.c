@@ -51,7 +51,7 @@ int nsrv_crypto_locate(char *out, size_t outlen, char *err, size_t errlen) {
     }
     for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
         int n = snprintf(out, outlen, "%s%s/%s", dir, places[i], NSRV_CRYPTO_MODULE);
-        if (n > 0 && (size_t)n < outlen && access(out, R_OK) == 0)
+        if (n > 0 && (size_t)n < outlen && access(out, F_OK) == 0) /* unreadable: dlopen says so */
             return 0;
     }
     snprintf(err, errlen, "%s (TLS and ACL signatures) is neither in %s nor in %s/../lib/nsrvd",

@@ -318,7 +318,7 @@ static SSL_CTX *build(nsrv_tls_ctx_t *t, const settings_t *s, char *err, size_t 
     snprintf(t->describe, sizeof t->describe,
              "tls.server.mode=%s, certificate %s, client certificate %s%s",
              s->mode == NSRV_TLS_ENFORCING ? "enforcing" : "permissive",
-             s->cert_path[0] ? s->cert_path : "self-signed at start (test mode)",
+             s->cert_path[0] ? s->cert_path : "self-signed (test mode)",
              auth_name(s->need_client_auth),
              s->need_client_auth == NSRV_TLS_AUTH_NONE ? ""
              : s->auth_client                          ? " (verified)"
