@@ -45,8 +45,12 @@
 #include "nsrv/processor.h"
 #include "server_int.h"
 
-/* First arena chunk of a job: the decoded header of a big frame is mostly its big values. */
-#define JOB_ARENA_CHUNK (64 * 1024)
+/* Arena chunks of a job. At the heap's mmap threshold (heap.c), so each chunk is mapped
+ * and unmapped whole: a fleet re-registering 1.9 MB bodies every 30 s otherwise left its
+ * decodes' chunks as free holes in the heap that every next decode touched again (about
+ * 10 MB of a 57 MB process with 100 brokers x 10,000 topics). The mapping costs the worker
+ * thread, never the loop. */
+#define JOB_ARENA_CHUNK (256 * 1024)
 
 typedef struct nsrv_offload_job {
     uv_work_t work;
