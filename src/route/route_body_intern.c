@@ -7,29 +7,16 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
+#include "nsrv/hash.h"
 
 #include "check_fail.h"
 
 enum { MIN_CAP = 16 };
 
-/* Word-at-a-time multiply-xorshift: bodies are built only on a cache miss, and
- * equal hashes are confirmed on the bytes, so speed matters more than strength. */
+/* Bodies are built only on a cache miss, and equal hashes are confirmed on the
+ * bytes; never 0, which marks a buffer outside any pool. */
 static uint32_t body_hash(const void *p, size_t len) {
-    const unsigned char *s = p;
-    uint64_t h = 0x9e3779b97f4a7c15u ^ len;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdu;
-        h ^= h >> 32;
-    }
-    uint64_t tail = 0;
-    memcpy(&tail, s + i, len - i);
-    h = (h ^ tail) * 0xc4ceb9fe1a85ec53u;
-    h ^= h >> 29;
-    uint32_t r = (uint32_t)(h ^ (h >> 32));
-    return r ? r : 1; /* 0 marks a buffer outside any pool */
+    return nsrv_hash_bytes(p, len);
 }
 
 /* The first buffer on h's probe path with these bytes; NULL when none. */

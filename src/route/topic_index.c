@@ -6,6 +6,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
+#include "nsrv/hash.h"
 
 #define MIN_CAP 64
 #define MIN_ARENA 4096
@@ -13,38 +14,8 @@
  * alternates one create and one delete does not move its records on every delete. */
 #define MIN_COMPACT 4096
 
-/*
- * Eight bytes a step (every route query hashes the topic it names: byte-wise
- * FNV-1a took ~125 instructions for a 20-byte name, this ~40), then a
- * finalizer (MurmurHash3's fmix32) that spreads every input bit over the low
- * bits that pick the slot, so names that differ only in their last digits
- * (topic-broker-0001-17, ...) do not cluster.
- */
 uint32_t nsrv__tindex_hash(const char *name) {
-    size_t len = strlen(name);
-    const unsigned char *p = (const unsigned char *)name;
-    uint64_t h = 0x9e3779b97f4a7c15u ^ len;
-    for (; len >= 8; p += 8, len -= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdu;
-        h ^= h >> 32;
-    }
-    uint64_t tail = 0;
-    if (len && p != (const unsigned char *)name) {
-        memcpy(&tail, p + len - 8, 8); /* the last 8 bytes, overlapping the words hashed */
-    } else {
-        for (size_t i = 0; i < len; i++)
-            tail |= (uint64_t)p[i] << (8 * i);
-    }
-    h = (h ^ tail) * 0xc4ceb9fe1a85ec53u;
-    uint32_t r = (uint32_t)(h ^ (h >> 32));
-    r ^= r >> 16;
-    r *= 0x85ebca6bu;
-    r ^= r >> 13;
-    r *= 0xc2b2ae35u;
-    r ^= r >> 16;
-    return r ? r : 1;
+    return nsrv_hash_bytes(name, strlen(name));
 }
 
 size_t nsrv__tindex_size_at(const rt_topic_index_t *ix, size_t off) {
