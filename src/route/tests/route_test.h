@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nsrv/buf.h"
@@ -167,14 +168,46 @@ static inline void rt_assert_ok(const nsrv_route_t *rt, uint64_t now_ms) {
         fail_msg("route invariant broken (%d): %s", rc, why);
 }
 
-/* The end of a test: the table's invariants hold at now_ms; then the table and the buffer
- * (NULL for none) are freed. */
-static inline void rt_check_and_free(nsrv_route_t **rt, nsrv_buf_t *b, uint64_t now_ms) {
-    rt_assert_ok(*rt, now_ms);
-    if (b)
-        nsrv_buf_deinit(b);
-    nsrv_route_destroy(rt);
+/* The clock most route tests start at, and when the fixture checks the table by default. */
+#define RT_T0 1000
+
+/*
+ * A route test's fixture (RT_TEST): a fresh table and a reply buffer. The teardown, which cmocka
+ * runs also after a failed test, checks the table's invariants at check_ms (RT_T0 unless the test
+ * moves it; no check if the test destroyed the table itself) and frees both.
+ */
+typedef struct {
+    nsrv_route_t *rt;
+    nsrv_buf_t b;
+    uint64_t check_ms;
+} rt_fix_t;
+
+static inline int rt_fix_setup(void **state) {
+    rt_fix_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return -1;
+    f->rt = nsrv_route_create();
+    nsrv_buf_init(&f->b);
+    f->check_ms = RT_T0;
+    *state = f;
+    return 0;
 }
+
+static inline int rt_fix_teardown(void **state) {
+    rt_fix_t *f = *state;
+    char why[256] = "";
+    int rc = f->rt ? nsrv__route_check(f->rt, f->check_ms, why, sizeof why) : 0;
+    nsrv_route_destroy(&f->rt);
+    nsrv_buf_deinit(&f->b);
+    free(f);
+    if (rc != 0) {
+        print_error("route invariant broken (%d): %s\n", rc, why);
+        return -1;
+    }
+    return 0;
+}
+
+#define RT_TEST(fn) cmocka_unit_test_setup_teardown(fn, rt_fix_setup, rt_fix_teardown)
 
 /* True if needle occurs in hay. */
 static inline bool rt_contains(const char *hay, const char *needle) {

@@ -8,7 +8,7 @@
 #include "testlib.h"
 
 #define C "DefaultCluster"
-#define T0 1000
+#define T0 RT_T0
 
 /* The cached body of topic in default mode, with its shared buffer. */
 static nsrv_rcbuf_t *body_of(nsrv_route_t *rt, const char *topic) {
@@ -34,122 +34,117 @@ static size_t n_bodies(const nsrv_route_t *rt) {
     return sz.route_bodies;
 }
 
-static nsrv_route_t *one_broker(void) {
-    nsrv_route_t *rt = nsrv_route_create();
+static void one_broker(nsrv_route_t *rt) {
     rt_reg_t r;
     rt_reg_init(&r, C, "a:1", "broker-a", 0);
     rt_reg_topic(&r, "T1", 4, 4, 6, 0);
     rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     rt_reg_topic(&r, "T3", 8, 8, 6, 0);
     rt_reg_do(rt, &r, T0);
-    return rt;
 }
 
 static void test_equal_routes_share_one_buffer(void **state) {
-    (void)state;
-    nsrv_route_t *rt = one_broker();
-    nsrv_rcbuf_t *b1 = body_of(rt, "T1"), *b2 = body_of(rt, "T2"), *b3 = body_of(rt, "T3");
+    rt_fix_t *f = *state;
+    one_broker(f->rt);
+    nsrv_rcbuf_t *b1 = body_of(f->rt, "T1"), *b2 = body_of(f->rt, "T2"), *b3 = body_of(f->rt, "T3");
     assert_ptr_equal(b1, b2);
     assert_ptr_not_equal(b1, b3);
-    assert_int_equal(n_bodies(rt), 2);
+    assert_int_equal(n_bodies(f->rt), 2);
     nsrv_route_stats_t st;
-    nsrv_route_get_stats(rt, &st);
+    nsrv_route_get_stats(f->rt, &st);
     assert_int_equal(st.route_cache_builds, 3);
     assert_int_equal(st.route_body_shares, 1);
     /* Cache hits keep the buffer; the standard mode of the same route is other bytes. */
-    assert_ptr_equal(body_of(rt, "T1"), b1);
+    assert_ptr_equal(body_of(f->rt, "T1"), b1);
     const char *body;
     size_t len;
     assert_int_equal(
-        nsrv_route_topic_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, NULL, T0, &body, &len), 0);
-    assert_int_equal(n_bodies(rt), 3);
-    rt_check_and_free(&rt, NULL, T0);
+        nsrv_route_topic_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, NULL, T0, &body, &len),
+        0);
+    assert_int_equal(n_bodies(f->rt), 3);
 }
 
 static void test_change_unshares_and_keeps_the_others_bytes(void **state) {
-    (void)state;
-    nsrv_route_t *rt = one_broker();
+    rt_fix_t *f = *state;
+    one_broker(f->rt);
     nsrv_buf_t before = NSRV_BUF_INIT, b = NSRV_BUF_INIT;
-    nsrv_rcbuf_t *shared = body_of(rt, "T1");
-    assert_ptr_equal(body_of(rt, "T2"), shared);
+    nsrv_rcbuf_t *shared = body_of(f->rt, "T1");
+    assert_ptr_equal(body_of(f->rt, "T2"), shared);
     nsrv_buf_append(&before, shared->data, shared->len);
 
-    set_queues(rt, "T2", 16);
-    rt_assert_ok(rt, T0);
-    nsrv_rcbuf_t *t2 = body_of(rt, "T2");
+    set_queues(f->rt, "T2", 16);
+    rt_assert_ok(f->rt, T0);
+    nsrv_rcbuf_t *t2 = body_of(f->rt, "T2");
     assert_ptr_not_equal(t2, shared);
     assert_true(rt_contains(t2->data, "\"readQueueNums\":16"));
     /* T1 kept its buffer and its bytes. */
-    assert_ptr_equal(body_of(rt, "T1"), shared);
+    assert_ptr_equal(body_of(f->rt, "T1"), shared);
     assert_int_equal(shared->len, before.len);
     assert_memory_equal(shared->data, before.data, before.len);
-    assert_int_equal(n_bodies(rt), 2); /* T1's and T2's (16 queues); T3 was never queried */
+    assert_int_equal(n_bodies(f->rt), 2); /* T1's and T2's (16 queues); T3 was never queried */
 
     /* Back to T1's queues: shared again, and the 16-queue body had no other user. */
-    set_queues(rt, "T2", 4);
-    assert_ptr_equal(body_of(rt, "T2"), shared);
-    assert_int_equal(n_bodies(rt), 1);
-    assert_string_equal(rt_route(rt, "T2", NSRV_ROUTE_JSON_DEFAULT, T0, &b), before.data);
+    set_queues(f->rt, "T2", 4);
+    assert_ptr_equal(body_of(f->rt, "T2"), shared);
+    assert_int_equal(n_bodies(f->rt), 1);
+    assert_string_equal(rt_route(f->rt, "T2", NSRV_ROUTE_JSON_DEFAULT, T0, &b), before.data);
     nsrv_buf_deinit(&before);
-    rt_check_and_free(&rt, &b, T0);
 }
 
 /* A connection still sending a body keeps its bytes; the table lets go of it with the last
  * holder, and a table destroyed first leaves the connection a plain buffer. */
 static void test_body_held_by_a_connection(void **state) {
-    (void)state;
-    nsrv_route_t *rt = one_broker();
-    nsrv_rcbuf_t *sending = nsrv_rcbuf_ref(body_of(rt, "T3"));
-    nsrv_buf_t copy = NSRV_BUF_INIT;
-    nsrv_buf_append(&copy, sending->data, sending->len);
-    nsrv_route_delete_topic(rt, "T3", NULL);
-    rt_assert_ok(rt, T0);
-    assert_int_equal(n_bodies(rt), 1); /* no topic uses it, the connection does */
-    assert_memory_equal(sending->data, copy.data, copy.len);
+    rt_fix_t *f = *state;
+    one_broker(f->rt);
+    nsrv_rcbuf_t *sending = nsrv_rcbuf_ref(body_of(f->rt, "T3"));
+    nsrv_buf_t *copy = &f->b;
+    nsrv_buf_append(copy, sending->data, sending->len);
+    nsrv_route_delete_topic(f->rt, "T3", NULL);
+    rt_assert_ok(f->rt, T0);
+    assert_int_equal(n_bodies(f->rt), 1); /* no topic uses it, the connection does */
+    assert_memory_equal(sending->data, copy->data, copy->len);
     nsrv_rcbuf_unref(sending);
-    assert_int_equal(n_bodies(rt), 0);
+    assert_int_equal(n_bodies(f->rt), 0);
 
-    sending = nsrv_rcbuf_ref(body_of(rt, "T1"));
-    nsrv_route_destroy(&rt);
+    sending = nsrv_rcbuf_ref(body_of(f->rt, "T1"));
+    nsrv_route_destroy(&f->rt);
     assert_null(sending->pool);
     assert_int_equal(sending->refs, 1);
     nsrv_rcbuf_unref(sending);
-    nsrv_buf_deinit(&copy);
 }
 
 /* Topics come, change and go: the table holds exactly the distinct bodies in use. */
 static void test_size_bounded_under_churn(void **state) {
-    (void)state;
-    nsrv_route_t *rt = one_broker();
+    rt_fix_t *f = *state;
+    one_broker(f->rt);
     char name[32];
     size_t max_cap = 0;
     for (int round = 0; round < 2000; round++) {
         snprintf(name, sizeof name, "churn-%d", round % 50);
-        set_queues(rt, name, 1 + round % 37);
-        body_of(rt, name);
+        set_queues(f->rt, name, 1 + round % 37);
+        body_of(f->rt, name);
         if (round % 3 == 0) {
             snprintf(name, sizeof name, "churn-%d", (round * 7) % 50);
-            nsrv_route_delete_topic(rt, name, NULL);
+            nsrv_route_delete_topic(f->rt, name, NULL);
         }
         /* At most 50 churn topics and T1..T3, so at most 53 distinct bodies. */
-        assert_true(n_bodies(rt) <= 53);
-        if (rt->bodies.cap > max_cap)
-            max_cap = rt->bodies.cap;
+        assert_true(n_bodies(f->rt) <= 53);
+        if (f->rt->bodies.cap > max_cap)
+            max_cap = f->rt->bodies.cap;
         if (round % 97 == 0)
-            rt_assert_ok(rt, T0);
+            rt_assert_ok(f->rt, T0);
     }
     assert_true(max_cap <= 256);
-    rt_assert_ok(rt, T0);
+    rt_assert_ok(f->rt, T0);
     for (int i = 0; i < 50; i++) {
         snprintf(name, sizeof name, "churn-%d", i);
-        nsrv_route_delete_topic(rt, name, NULL);
+        nsrv_route_delete_topic(f->rt, name, NULL);
     }
-    nsrv_route_delete_topic(rt, "T1", NULL);
-    nsrv_route_delete_topic(rt, "T2", NULL);
-    nsrv_route_delete_topic(rt, "T3", NULL);
-    assert_int_equal(n_bodies(rt), 0);
-    assert_int_equal(rt->bodies.cap, 0);
-    rt_check_and_free(&rt, NULL, T0);
+    nsrv_route_delete_topic(f->rt, "T1", NULL);
+    nsrv_route_delete_topic(f->rt, "T2", NULL);
+    nsrv_route_delete_topic(f->rt, "T3", NULL);
+    assert_int_equal(n_bodies(f->rt), 0);
+    assert_int_equal(f->rt->bodies.cap, 0);
 }
 
 /* The probe table alone: random inserts and releases of few-byte bodies (many share a home
@@ -187,8 +182,7 @@ static void test_table_under_collisions(void **state) {
     nsrv__body_intern_deinit(&bi);
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_equal_routes_share_one_buffer),
-               cmocka_unit_test(test_change_unshares_and_keeps_the_others_bytes),
-               cmocka_unit_test(test_body_held_by_a_connection),
-               cmocka_unit_test(test_size_bounded_under_churn),
+NSRV_TEST_MAIN(NULL, NULL, RT_TEST(test_equal_routes_share_one_buffer),
+               RT_TEST(test_change_unshares_and_keeps_the_others_bytes),
+               RT_TEST(test_body_held_by_a_connection), RT_TEST(test_size_bounded_under_churn),
                cmocka_unit_test(test_table_under_collisions))

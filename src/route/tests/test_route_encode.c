@@ -10,7 +10,7 @@
 #define C "DefaultCluster"
 #define MA "192.168.0.1:10911"
 #define SA "192.168.0.2:10911"
-#define T0 1000
+#define T0 RT_T0
 
 /* broker-a: master MA + slave SA, topic TopicTest 4/4/6/0 (proto/route.md §9 samples). */
 static void sample_cluster(nsrv_route_t *rt, const char *zone) {
@@ -38,33 +38,25 @@ static const char *route_full(nsrv_route_t *rt, const char *topic, nsrv_route_js
 }
 
 static void test_spec_sample_default(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    sample_cluster(rt, NULL);
+    rt_fix_t *f = *state;
+    sample_cluster(f->rt, NULL);
     assert_string_equal(
-        rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0, &b),
+        rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b),
         "{\"brokerDatas\":[{\"brokerAddrs\":{0:\"192.168.0.1:10911\",1:\"192.168.0.2:10911\"},"
         "\"brokerName\":\"broker-a\",\"cluster\":\"DefaultCluster\",\"enableActingMaster\":false}],"
         "\"filterServerTable\":{},\"queueDatas\":[{\"brokerName\":\"broker-a\",\"perm\":6,"
         "\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4}]}");
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
 }
 
 static void test_spec_sample_standard(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    sample_cluster(rt, NULL);
+    rt_fix_t *f = *state;
+    sample_cluster(f->rt, NULL);
     assert_string_equal(
-        rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0, &b),
+        rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
         "{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"192.168.0.1:10911\",\"1\":\"192.168.0.2:"
         "10911\"},\"brokerName\":\"broker-a\",\"cluster\":\"DefaultCluster\","
         "\"enableActingMaster\":false}],\"filterServerTable\":{},\"queueDatas\":[{\"brokerName\":"
         "\"broker-a\",\"perm\":6,\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4}]}");
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
 }
 
 /* Every optional part: zoneName, filter servers, orderTopicConf, mapping infos. */
@@ -92,12 +84,10 @@ static void all_optional(nsrv_route_t *rt) {
 }
 
 static void test_spec_sample_all_optional(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    all_optional(rt);
+    rt_fix_t *f = *state;
+    all_optional(f->rt);
     assert_string_equal(
-        route_full(rt, "T1", NSRV_ROUTE_JSON_STANDARD, "broker-a:4", NULL, &b),
+        route_full(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, "broker-a:4", NULL, &f->b),
         "{\"brokerDatas\":[{\"brokerAddrs\":{\"0\":\"192.168.0.1:10911\",\"1\":\"192.168.0.2:"
         "10911\"},\"brokerName\":\"broker-a\",\"cluster\":\"DefaultCluster\","
         "\"enableActingMaster\":false,\"zoneName\":\"zone1\"}],\"filterServerTable\":{"
@@ -109,7 +99,7 @@ static void test_spec_sample_all_optional(void **state) {
         "\"topic\":\"T1\",\"totalQueues\":8}}}");
     /* Default mode differs only in the bare numeric keys. */
     assert_string_equal(
-        route_full(rt, "T1", NSRV_ROUTE_JSON_DEFAULT, "broker-a:4", NULL, &b),
+        route_full(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, "broker-a:4", NULL, &f->b),
         "{\"brokerDatas\":[{\"brokerAddrs\":{0:\"192.168.0.1:10911\",1:\"192.168.0.2:10911\"},"
         "\"brokerName\":\"broker-a\",\"cluster\":\"DefaultCluster\",\"enableActingMaster\":false,"
         "\"zoneName\":\"zone1\"}],\"filterServerTable\":{\"192.168.0.1:10911\":[\"1.1.1.1:1\"]},"
@@ -119,30 +109,22 @@ static void test_spec_sample_all_optional(void **state) {
         "3},"
         "\"dirty\":false,\"epoch\":3,\"scope\":\"__global__\",\"topic\":\"T1\",\"totalQueues\":8}}"
         "}");
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
 }
 
 static void test_cluster_info_sample(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    sample_cluster(rt, "zone1");
+    rt_fix_t *f = *state;
+    sample_cluster(f->rt, "zone1");
     assert_string_equal(
-        rt_text(nsrv_route_cluster_info, rt, T0, &b),
+        rt_text(nsrv_route_cluster_info, f->rt, T0, &f->b),
         "{\"brokerAddrTable\":{\"broker-a\":{\"brokerAddrs\":{0:\"192.168.0.1:10911\",1:\"192.168."
         "0.2:10911\"},\"brokerName\":\"broker-a\",\"cluster\":\"DefaultCluster\","
         "\"enableActingMaster\":false,\"zoneName\":\"zone1\"}},\"clusterAddrTable\":{"
         "\"DefaultCluster\":[\"broker-a\"]}}");
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
 }
 
 /* Standard mode: ids in numeric order, strings browser-escaped; default mode raw. */
 static void test_ordering_and_escaping(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
+    rt_fix_t *f = *state;
     const char *name = "broker-\xe4\xb8\xad/\"x";
     int64_t ids[] = {100, 2, 33, 0, 10};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(ids); i++) {
@@ -152,25 +134,21 @@ static void test_ordering_and_escaping(void **state) {
         rt_reg_init(&r, C, addr, name, ids[i]);
         rt_reg_topic(&r, "T/1", 4, 4, 6, 0);
         rt_reg_topic(&r, "T2", 4, 4, 6, 0);
-        rt_reg_do(rt, &r, T0);
+        rt_reg_do(f->rt, &r, T0);
     }
     assert_true(
-        rt_contains(rt_route(rt, "T/1", NSRV_ROUTE_JSON_STANDARD, T0, &b),
+        rt_contains(rt_route(f->rt, "T/1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                     "{\"brokerAddrs\":{\"0\":\"h0:1\",\"2\":\"h2:1\",\"10\":\"h10:1\","
                     "\"33\":\"h33:1\",\"100\":\"h100:1\"},\"brokerName\":\"broker-\\u4E2D\\/"
                     "\\\"x\""));
-    assert_true(rt_contains(rt_route(rt, "T/1", NSRV_ROUTE_JSON_DEFAULT, T0, &b),
+    assert_true(rt_contains(rt_route(f->rt, "T/1", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b),
                             "{\"brokerAddrs\":{0:\"h0:1\",2:\"h2:1\",10:\"h10:1\",33:\"h33:1\","
                             "100:\"h100:1\"},\"brokerName\":\"broker-\xe4\xb8\xad/\\\"x\""));
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
 }
 
 /* Longs beyond 2^53-1 are strings in standard mode (BrowserCompatible). */
 static void test_big_epoch_quoted_in_standard(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
+    rt_fix_t *f = *state;
     rt_reg_t r;
     rt_reg_init(&r, C, MA, "broker-a", 0);
     rt_reg_topic(&r, "T1", 4, 4, 6, 0);
@@ -180,18 +158,16 @@ static void test_big_epoch_quoted_in_standard(void **state) {
     r.mappings[1] =
         (nsrv_mapping_info_t){.topic = "T2", .bname = "broker-a", .epoch = 9007199254740991LL};
     r.n_mappings = 2;
-    rt_reg_do(rt, &r, T0);
+    rt_reg_do(f->rt, &r, T0);
     /* Absent scope: the Java field initializer "__global__". */
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b),
+    assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             "{\"bname\":\"broker-a\",\"currIdMap\":{},\"dirty\":true,\"epoch\":"
                             "\"9007199254740992\",\"scope\":\"__global__\",\"topic\":\"T1\","
                             "\"totalQueues\":0}"));
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &b),
+    assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b),
                             "\"epoch\":9007199254740992,"));
-    assert_true(rt_contains(rt_route(rt, "T2", NSRV_ROUTE_JSON_STANDARD, T0, &b),
+    assert_true(rt_contains(rt_route(f->rt, "T2", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             "\"epoch\":9007199254740991,"));
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
 }
 
 /* Two groups in different zones plus a group whose master is down. */
@@ -224,14 +200,12 @@ static void zone_cluster(nsrv_route_t *rt) {
 }
 
 static void test_zone_filter(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    zone_cluster(rt);
-    /* Case-insensitive match keeps broker-a; broker-c has no master and stays; broker-b goes,
+    rt_fix_t *f = *state;
+    zone_cluster(f->rt);
+    /* Case-insensitive match keeps broker-a; broker-c has no master and stays; broker-f->b goes,
      * with its queue data and filter servers. Default-mode keys even though STANDARD was asked. */
     assert_string_equal(
-        route_full(rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, "zone-a", &b),
+        route_full(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, "zone-a", &f->b),
         "{\"brokerDatas\":[{\"brokerAddrs\":{0:\"a0:1\"},\"brokerName\":\"broker-a\",\"cluster\":"
         "\"DefaultCluster\",\"enableActingMaster\":false,\"zoneName\":\"Zone-A\"},{\"brokerAddrs\":"
         "{1:\"c1:1\"},\"brokerName\":\"broker-c\",\"cluster\":\"DefaultCluster\","
@@ -240,26 +214,23 @@ static void test_zone_filter(void **state) {
         "\"topicSysFlag\":0,\"writeQueueNums\":4},{\"brokerName\":\"broker-c\",\"perm\":6,"
         "\"readQueueNums\":4,\"topicSysFlag\":0,\"writeQueueNums\":4}]}");
     /* No zone matches: only the masterless group is left. */
-    const char *s = route_full(rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, "zone-x", &b);
+    const char *s = route_full(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, "zone-x", &f->b);
     assert_false(rt_contains(s, "broker-a"));
     assert_false(rt_contains(s, "broker-b"));
     assert_true(rt_contains(s, "broker-c"));
     assert_true(rt_contains(s, "\"filterServerTable\":{}"));
     /* A blank zone means no filter; the unfiltered standard body is cached as usual. */
-    s = route_full(rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, "  ", &b);
+    s = route_full(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, NULL, "  ", &f->b);
     assert_true(rt_contains(s, "broker-b"));
     assert_true(rt_contains(s, "{\"0\":\"a0:1\"}"));
     /* Unknown topic: TOPIC_NOT_EXIST with or without a zone. */
-    assert_null(route_full(rt, "Nope", NSRV_ROUTE_JSON_STANDARD, NULL, "zone-a", &b));
-    rt_check_and_free(&rt, &b, T0);
+    assert_null(route_full(f->rt, "Nope", NSRV_ROUTE_JSON_STANDARD, NULL, "zone-a", &f->b));
 }
 
 /* supportActingMaster: a masterless acting group with read-only queues shows its smallest id
  * as 0 - in the reply only - except for rmq_sys_SYNC_BROKER_MEMBER_ topics. */
 static void test_acting_master_rewrite(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
+    rt_fix_t *f = *state;
     const char *sync_topic = "rmq_sys_SYNC_BROKER_MEMBER_broker-a";
     for (int64_t id = 2; id <= 3; id++) {
         rt_reg_t r;
@@ -269,50 +240,47 @@ static void test_acting_master_rewrite(void **state) {
         r.acting = 1;
         rt_reg_topic(&r, "T1", 4, 4, 6, 0);
         rt_reg_topic(&r, sync_topic, 1, 1, 1, 0);
-        rt_reg_do(rt, &r, T0);
+        rt_reg_do(f->rt, &r, T0);
     }
     /* The prime slave (id 2) wrote read-only queues. Without the option: real ids. */
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b),
+    assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             "{\"2\":\"s2:1\",\"3\":\"s3:1\"}"));
     nsrv_route_opts_t o = {.support_acting_master = true};
-    nsrv_route_set_opts(rt, &o);
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b),
+    nsrv_route_set_opts(f->rt, &o);
+    assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             "{\"0\":\"s2:1\",\"3\":\"s3:1\"}"));
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &b),
+    assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b),
                             "{0:\"s2:1\",3:\"s3:1\"}"));
-    assert_true(rt_contains(rt_route(rt, sync_topic, NSRV_ROUTE_JSON_STANDARD, T0, &b),
+    assert_true(rt_contains(rt_route(f->rt, sync_topic, NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             "{\"2\":\"s2:1\",\"3\":\"s3:1\"}"));
     /* The table is untouched. */
-    nsrv_route_member_group(rt, C, "broker-a", T0, &b);
-    assert_true(rt_contains(b.data, "{2:\"s2:1\",3:\"s3:1\"}"));
+    nsrv_route_member_group(f->rt, C, "broker-a", T0, &f->b);
+    assert_true(rt_contains(f->b.data, "{2:\"s2:1\",3:\"s3:1\"}"));
     /* A rewritten group counts as having a master for the zone filter. */
-    assert_true(rt_contains(route_full(rt, "T1", NSRV_ROUTE_JSON_DEFAULT, NULL, "zz", &b),
+    assert_true(rt_contains(route_full(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, NULL, "zz", &f->b),
                             "\"brokerDatas\":[]"));
     /* Writable queues: no rewrite. */
-    nsrv_route_add_write_perm(rt, "broker-a");
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &b),
+    nsrv_route_add_write_perm(f->rt, "broker-a");
+    assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             "{\"2\":\"s2:1\",\"3\":\"s3:1\"}"));
-    rt_check_and_free(&rt, &b, T0);
 }
 
 static void test_order_topic_conf(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    sample_cluster(rt, NULL);
-    assert_false(rt_contains(route_full(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL, NULL, &b),
-                             "orderTopicConf"));
+    rt_fix_t *f = *state;
+    sample_cluster(f->rt, NULL);
+    assert_false(
+        rt_contains(route_full(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL, NULL, &f->b),
+                    "orderTopicConf"));
     assert_true(rt_contains(
-        route_full(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, "broker-a:4;b/2:2", NULL, &b),
+        route_full(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, "broker-a:4;b/2:2", NULL, &f->b),
         "\"filterServerTable\":{},\"orderTopicConf\":\"broker-a:4;b\\/2:2\",\"queueDatas\""));
     /* The conf is part of the cache key. */
-    assert_true(
-        rt_contains(route_full(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, "broker-a:8", NULL, &b),
-                    "\"orderTopicConf\":\"broker-a:8\""));
-    assert_false(rt_contains(route_full(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL, NULL, &b),
-                             "orderTopicConf"));
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    assert_true(rt_contains(
+        route_full(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, "broker-a:8", NULL, &f->b),
+        "\"orderTopicConf\":\"broker-a:8\""));
+    assert_false(
+        rt_contains(route_full(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL, NULL, &f->b),
+                    "orderTopicConf"));
 }
 
 static uint64_t builds(const nsrv_route_t *rt) {
@@ -323,45 +291,43 @@ static uint64_t builds(const nsrv_route_t *rt) {
 
 /* Heartbeats and unchanged registrations keep the cached body; every change replaces it. */
 static void test_route_cache(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
+    rt_fix_t *f = *state;
     rt_reg_t m;
     rt_reg_init(&m, C, MA, "broker-a", 0);
     rt_reg_topic(&m, "TopicTest", 4, 4, 6, 0);
     rt_reg_topic(&m, "Other", 4, 4, 6, 0);
-    rt_reg_do(rt, &m, T0);
+    rt_reg_do(f->rt, &m, T0);
 
     const char *p1 = NULL, *p2 = NULL;
     size_t l1 = 0, l2 = 0;
-    assert_int_equal(
-        nsrv_route_topic_route(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL, NULL, T0, &p1, &l1),
-        0);
-    uint64_t n = builds(rt);
+    assert_int_equal(nsrv_route_topic_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL,
+                                            NULL, T0, &p1, &l1),
+                     0);
+    uint64_t n = builds(f->rt);
     nsrv_data_version_t st;
     bool has;
-    nsrv_route_broker_heartbeat(rt, C, MA, T0 + 1);
-    nsrv_route_query_data_version(rt, C, MA, &m.dv, T0 + 2, &st, &has);
-    rt_reg_do(rt, &m, T0 + 3); /* same version, same topics */
-    nsrv_route_expire(rt, T0 + 4);
-    assert_int_equal(nsrv_route_topic_route(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL, NULL,
-                                            T0 + 5, &p2, &l2),
+    nsrv_route_broker_heartbeat(f->rt, C, MA, T0 + 1);
+    nsrv_route_query_data_version(f->rt, C, MA, &m.dv, T0 + 2, &st, &has);
+    rt_reg_do(f->rt, &m, T0 + 3); /* same version, same topics */
+    nsrv_route_expire(f->rt, T0 + 4);
+    assert_int_equal(nsrv_route_topic_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, NULL,
+                                            NULL, T0 + 5, &p2, &l2),
                      0);
     assert_ptr_equal(p1, p2);
-    assert_int_equal(builds(rt), n);
+    assert_int_equal(builds(f->rt), n);
 
     /* A new version with new queue numbers: the next read sees them. */
     m.dv.counter++;
     m.topics[0].read_queue_nums = 8;
-    rt_reg_do(rt, &m, T0 + 6);
-    assert_true(rt_contains(rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0 + 6, &b),
+    rt_reg_do(f->rt, &m, T0 + 6);
+    assert_true(rt_contains(rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0 + 6, &f->b),
                             "\"readQueueNums\":8"));
-    assert_int_equal(builds(rt), n + 1);
+    assert_int_equal(builds(f->rt), n + 1);
     /* A new version that changes nothing in the queue data keeps the body. */
     m.dv.counter++;
-    rt_reg_do(rt, &m, T0 + 7);
-    rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0 + 7, &b);
-    assert_int_equal(builds(rt), n + 1);
+    rt_reg_do(f->rt, &m, T0 + 7);
+    rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0 + 7, &f->b);
+    assert_int_equal(builds(f->rt), n + 1);
 
     /* Each kind of change invalidates: a new group member, wipe, add, zone, delete, expiry. */
     const char *expect[] = {"192.168.0.2:10911", "\"perm\":4", "\"perm\":6", "\"zoneName\":\"z\"",
@@ -369,81 +335,77 @@ static void test_route_cache(void **state) {
     for (int step = 0; step < 5; step++) {
         switch (step) {
         case 0:
-            rt_reg_simple(rt, C, SA, "broker-a", 1, NULL, T0 + 8);
+            rt_reg_simple(f->rt, C, SA, "broker-a", 1, NULL, T0 + 8);
             break;
         case 1:
-            nsrv_route_wipe_write_perm(rt, "broker-a");
+            nsrv_route_wipe_write_perm(f->rt, "broker-a");
             break;
         case 2:
-            nsrv_route_add_write_perm(rt, "broker-a");
+            nsrv_route_add_write_perm(f->rt, "broker-a");
             break;
         case 3:
             m.zone = "z";
-            rt_reg_do(rt, &m, T0 + 9);
+            rt_reg_do(f->rt, &m, T0 + 9);
             break;
         case 4:
-            nsrv_route_unregister_broker(rt, C, SA, "broker-a", 1);
+            nsrv_route_unregister_broker(f->rt, C, SA, "broker-a", 1);
             break;
         }
-        const char *s = rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0 + 9, &b);
+        const char *s = rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_STANDARD, T0 + 9, &f->b);
         assert_true(rt_contains(s, expect[step]));
         if (step == 4)
             assert_false(rt_contains(s, SA));
-        rt_assert_ok(rt, T0 + 9);
+        rt_assert_ok(f->rt, T0 + 9);
     }
     /* Filter servers of the group's address. */
     m.filters[0] = "9.9.9.9:9";
     m.n_filters = 1;
-    rt_reg_do(rt, &m, T0 + 10);
-    assert_true(
-        rt_contains(rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0 + 10, &b), "9.9.9.9:9"));
+    rt_reg_do(f->rt, &m, T0 + 10);
+    assert_true(rt_contains(rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0 + 10, &f->b),
+                            "9.9.9.9:9"));
     /* Mapping infos. */
     m.dv.counter++;
     m.mappings[0] = (nsrv_mapping_info_t){.topic = "TopicTest", .bname = "broker-a", .epoch = 77};
     m.n_mappings = 1;
-    rt_reg_do(rt, &m, T0 + 11);
-    assert_true(rt_contains(rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0 + 11, &b),
+    rt_reg_do(f->rt, &m, T0 + 11);
+    assert_true(rt_contains(rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0 + 11, &f->b),
                             "\"epoch\":77"));
     /* Delete and re-create through REGISTER_TOPIC. */
-    nsrv_route_delete_topic(rt, "TopicTest", C);
-    assert_false(rt_has_route(rt, "TopicTest", T0 + 11));
+    nsrv_route_delete_topic(f->rt, "TopicTest", C);
+    assert_false(rt_has_route(f->rt, "TopicTest", T0 + 11));
     nsrv_queue_data_t qd = {"broker-a", 3, 3, 6, 0};
-    nsrv_route_register_topic(rt, "TopicTest", &qd, 1);
-    assert_true(rt_contains(rt_route(rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0 + 11, &b),
+    nsrv_route_register_topic(f->rt, "TopicTest", &qd, 1);
+    assert_true(rt_contains(rt_route(f->rt, "TopicTest", NSRV_ROUTE_JSON_DEFAULT, T0 + 11, &f->b),
                             "\"readQueueNums\":3"));
     /* Expiry (read-time) of the only broker: no route. */
-    assert_false(rt_has_route(rt, "TopicTest", T0 + 11 + NSRV_ROUTE_DEFAULT_TIMEOUT_MS + 1));
-    rt_check_and_free(&rt, &b, 0);
+    assert_false(rt_has_route(f->rt, "TopicTest", T0 + 11 + NSRV_ROUTE_DEFAULT_TIMEOUT_MS + 1));
+    f->check_ms = 0;
 }
 
 /* Changing supportActingMaster at runtime drops cached bodies. */
 static void test_opts_change_invalidates(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    nsrv_buf_t b = NSRV_BUF_INIT;
+    rt_fix_t *f = *state;
     rt_reg_t r;
     rt_reg_init(&r, C, "s1:1", "broker-a", 1);
     r.acting = 1;
     rt_reg_topic(&r, "T1", 4, 4, 6, 0);
     rt_reg_topic(&r, "T2", 4, 4, 6, 0);
-    rt_reg_do(rt, &r, T0);
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &b), "{1:\"s1:1\"}"));
+    rt_reg_do(f->rt, &r, T0);
+    assert_true(
+        rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b), "{1:\"s1:1\"}"));
     nsrv_route_opts_t o = {.support_acting_master = true};
-    nsrv_route_set_opts(rt, &o);
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &b), "{0:\"s1:1\"}"));
+    nsrv_route_set_opts(f->rt, &o);
+    assert_true(
+        rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b), "{0:\"s1:1\"}"));
     o.support_acting_master = false;
-    nsrv_route_set_opts(rt, &o);
-    assert_true(rt_contains(rt_route(rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &b), "{1:\"s1:1\"}"));
-    nsrv_buf_deinit(&b);
-    nsrv_route_destroy(&rt);
+    nsrv_route_set_opts(f->rt, &o);
+    assert_true(
+        rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b), "{1:\"s1:1\"}"));
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_spec_sample_default),
-               cmocka_unit_test(test_spec_sample_standard),
-               cmocka_unit_test(test_spec_sample_all_optional),
-               cmocka_unit_test(test_cluster_info_sample),
-               cmocka_unit_test(test_ordering_and_escaping),
-               cmocka_unit_test(test_big_epoch_quoted_in_standard),
-               cmocka_unit_test(test_zone_filter), cmocka_unit_test(test_acting_master_rewrite),
-               cmocka_unit_test(test_order_topic_conf), cmocka_unit_test(test_route_cache),
-               cmocka_unit_test(test_opts_change_invalidates))
+NSRV_TEST_MAIN(NULL, NULL, RT_TEST(test_spec_sample_default), RT_TEST(test_spec_sample_standard),
+               RT_TEST(test_spec_sample_all_optional), RT_TEST(test_cluster_info_sample),
+               RT_TEST(test_ordering_and_escaping), RT_TEST(test_big_epoch_quoted_in_standard),
+               RT_TEST(test_zone_filter), RT_TEST(test_acting_master_rewrite),
+               RT_TEST(test_order_topic_conf), RT_TEST(test_route_cache),
+               RT_TEST(test_opts_change_invalidates))

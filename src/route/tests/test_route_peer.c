@@ -23,167 +23,149 @@ static void collect_cb(void *ud, const nsrv_route_live_info_t *info) {
 }
 
 static void test_foreach_lists_direct_entries(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    rt_reg_simple(rt, "c", "a:1", "broker-a", 0, "T", T0);
+    rt_fix_t *f = *state;
+    rt_reg_simple(f->rt, "c", "a:1", "broker-a", 0, "T", T0);
     collect_t c = {0};
-    nsrv_route_foreach_live(rt, T0 + 5, collect_cb, &c);
+    nsrv_route_foreach_live(f->rt, T0 + 5, collect_cb, &c);
     assert_int_equal(c.n, 1);
     assert_string_equal(c.seen[0].broker_name, "broker-a");
     assert_string_equal(c.seen[0].broker_addr, "a:1");
     assert_int_equal(c.seen[0].last_direct_ms, T0);
     assert_int_equal(c.seen[0].conn_id, 1);
-    nsrv_route_destroy(&rt);
 }
 
 /* A broker learned only from a peer is routable, and expires TIMEOUT after the
  * peer's last direct heartbeat, not after the import. */
 static void test_import_serves_routes_and_expires_by_peer_time(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    rt_fix_t *f = *state;
     rt_reg_t r;
     rt_reg_init(&r, "c", "a:1", "broker-a", 0);
     rt_reg_topic(&r, "T", 4, 4, 6, 0);
     rt_reg_topic(&r, "U", 4, 4, 6, 0);
     r.conn = 0;
     r.peer_seen = T0 - 30000; /* the peer heard it 30 s before we import */
-    rt_reg_do(rt, &r, T0);
-    assert_true(rt_has_route(rt, "T", T0));
+    rt_reg_do(f->rt, &r, T0);
+    assert_true(rt_has_route(f->rt, "T", T0));
     nsrv_route_live_info_t info;
-    assert_true(nsrv_route_live_info(rt, "c", "a:1", T0, &info));
+    assert_true(nsrv_route_live_info(f->rt, "c", "a:1", T0, &info));
     assert_int_equal(info.last_direct_ms, 0);
     assert_int_equal(info.last_seen_ms, T0 - 30000);
-    assert_true(rt_has_route(rt, "T", T0 - 30000 + TIMEOUT));
-    assert_false(rt_has_route(rt, "T", T0 - 30000 + TIMEOUT + 1));
-    rt_assert_ok(rt, T0 + TIMEOUT);
-    nsrv_route_destroy(&rt);
+    assert_true(rt_has_route(f->rt, "T", T0 - 30000 + TIMEOUT));
+    assert_false(rt_has_route(f->rt, "T", T0 - 30000 + TIMEOUT + 1));
+    f->check_ms = T0 + TIMEOUT;
 }
 
 static void test_import_cannot_resurrect(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    rt_fix_t *f = *state;
     rt_reg_t r;
     rt_reg_init(&r, "c", "a:1", "broker-a", 0);
     rt_reg_topic(&r, "T", 4, 4, 6, 0);
     rt_reg_topic(&r, "U", 4, 4, 6, 0);
     r.conn = 0;
     r.peer_seen = T0 - TIMEOUT - 1; /* already past its timeout when it arrives */
-    rt_reg_do(rt, &r, T0);
-    assert_false(rt_has_route(rt, "T", T0));
-    assert_false(nsrv_route_live_info(rt, "c", "a:1", T0, &(nsrv_route_live_info_t){0}));
-    nsrv_route_destroy(&rt);
+    rt_reg_do(f->rt, &r, T0);
+    assert_false(rt_has_route(f->rt, "T", T0));
+    assert_false(nsrv_route_live_info(f->rt, "c", "a:1", T0, &(nsrv_route_live_info_t){0}));
 }
 
 /* peer_seen raises last_seen (a max-merge) and so extends liveness, but never
  * beyond TIMEOUT after the latest direct heartbeat reported anywhere. */
 static void test_peer_seen_is_a_max_merge(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    rt_reg_simple(rt, "c", "a:1", "broker-a", 0, "T", T0);
+    rt_fix_t *f = *state;
+    rt_reg_simple(f->rt, "c", "a:1", "broker-a", 0, "T", T0);
     nsrv_data_version_t dv = {1, 1700000000000LL, 0};
-    assert_int_equal(nsrv_route_peer_seen(rt, "c", "a:1", &dv, T0 + 60000, T0 + 70000),
+    assert_int_equal(nsrv_route_peer_seen(f->rt, "c", "a:1", &dv, T0 + 60000, T0 + 70000),
                      NSRV_PEER_SEEN_SAME);
     /* An older report does not lower it. */
-    assert_int_equal(nsrv_route_peer_seen(rt, "c", "a:1", &dv, T0 + 10, T0 + 70000),
+    assert_int_equal(nsrv_route_peer_seen(f->rt, "c", "a:1", &dv, T0 + 10, T0 + 70000),
                      NSRV_PEER_SEEN_SAME);
     nsrv_route_live_info_t info;
-    assert_true(nsrv_route_live_info(rt, "c", "a:1", T0 + 70000, &info));
+    assert_true(nsrv_route_live_info(f->rt, "c", "a:1", T0 + 70000, &info));
     assert_int_equal(info.last_seen_ms, T0 + 60000);
     assert_int_equal(info.last_direct_ms, T0); /* gossip is never a direct heartbeat */
-    assert_true(rt_has_route(rt, "T", T0 + 60000 + TIMEOUT));
-    assert_false(rt_has_route(rt, "T", T0 + 60000 + TIMEOUT + 1));
-    nsrv_route_destroy(&rt);
+    assert_true(rt_has_route(f->rt, "T", T0 + 60000 + TIMEOUT));
+    assert_false(rt_has_route(f->rt, "T", T0 + 60000 + TIMEOUT + 1));
 }
 
 static void test_peer_seen_cannot_claim_the_future(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    rt_reg_simple(rt, "c", "a:1", "broker-a", 0, "T", T0);
+    rt_fix_t *f = *state;
+    rt_reg_simple(f->rt, "c", "a:1", "broker-a", 0, "T", T0);
     nsrv_data_version_t dv = {1, 1700000000000LL, 0};
-    nsrv_route_peer_seen(rt, "c", "a:1", &dv, T0 + 500000, T0 + 1000);
+    nsrv_route_peer_seen(f->rt, "c", "a:1", &dv, T0 + 500000, T0 + 1000);
     nsrv_route_live_info_t info;
-    assert_true(nsrv_route_live_info(rt, "c", "a:1", T0 + 1000, &info));
+    assert_true(nsrv_route_live_info(f->rt, "c", "a:1", T0 + 1000, &info));
     assert_int_equal(info.last_seen_ms, T0);
-    nsrv_route_destroy(&rt);
 }
 
 static void test_peer_seen_versions(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    rt_fix_t *f = *state;
     nsrv_data_version_t dv = {1, 1700000000000LL, 0};
-    assert_int_equal(nsrv_route_peer_seen(rt, "c", "a:1", &dv, T0, T0), NSRV_PEER_SEEN_UNKNOWN);
-    rt_reg_simple(rt, "c", "a:1", "broker-a", 0, "T", T0);
+    assert_int_equal(nsrv_route_peer_seen(f->rt, "c", "a:1", &dv, T0, T0), NSRV_PEER_SEEN_UNKNOWN);
+    rt_reg_simple(f->rt, "c", "a:1", "broker-a", 0, "T", T0);
     nsrv_data_version_t newer = {2, 1700000000000LL, 0};
     nsrv_data_version_t older = {0, 1700000000000LL, 0};
     nsrv_data_version_t state_newer = {0, 0, 1}; /* stateVersion orders first */
-    assert_int_equal(nsrv_route_peer_seen(rt, "c", "a:1", &newer, T0, T0), NSRV_PEER_SEEN_NEWER);
-    assert_int_equal(nsrv_route_peer_seen(rt, "c", "a:1", &older, T0, T0), NSRV_PEER_SEEN_OLDER);
-    assert_int_equal(nsrv_route_peer_seen(rt, "c", "a:1", &state_newer, T0, T0),
+    assert_int_equal(nsrv_route_peer_seen(f->rt, "c", "a:1", &newer, T0, T0), NSRV_PEER_SEEN_NEWER);
+    assert_int_equal(nsrv_route_peer_seen(f->rt, "c", "a:1", &older, T0, T0), NSRV_PEER_SEEN_OLDER);
+    assert_int_equal(nsrv_route_peer_seen(f->rt, "c", "a:1", &state_newer, T0, T0),
                      NSRV_PEER_SEEN_NEWER);
-    nsrv_route_destroy(&rt);
 }
 
 /* An import of a broker we also hear directly keeps our direct age and the
  * connection binding: closing that connection still unregisters it. */
 static void test_import_keeps_direct_binding(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    rt_fix_t *f = *state;
     rt_reg_t r;
     rt_reg_init(&r, "c", "a:1", "broker-a", 0);
     rt_reg_topic(&r, "T", 4, 4, 6, 0);
     rt_reg_topic(&r, "U", 4, 4, 6, 0);
     r.conn = 7;
-    rt_reg_do(rt, &r, T0);
+    rt_reg_do(f->rt, &r, T0);
     r.conn = 0;
     r.peer_seen = T0 + 100;
     r.dv.counter = 2; /* the peer has a newer table */
     rt_reg_topic(&r, "V", 4, 4, 6, 0);
-    rt_reg_do(rt, &r, T0 + 200);
+    rt_reg_do(f->rt, &r, T0 + 200);
     nsrv_route_live_info_t info;
-    assert_true(nsrv_route_live_info(rt, "c", "a:1", T0 + 200, &info));
+    assert_true(nsrv_route_live_info(f->rt, "c", "a:1", T0 + 200, &info));
     assert_int_equal(info.last_direct_ms, T0);
     assert_int_equal(info.last_seen_ms, T0 + 100);
     assert_int_equal(info.conn_id, 7);
-    assert_true(rt_has_route(rt, "V", T0 + 200));
-    assert_int_equal(nsrv_route_conn_closed(rt, 7, T0 + 300), 1);
-    assert_false(rt_has_route(rt, "T", T0 + 300));
-    nsrv_route_destroy(&rt);
+    assert_true(rt_has_route(f->rt, "V", T0 + 200));
+    assert_int_equal(nsrv_route_conn_closed(f->rt, 7, T0 + 300), 1);
+    assert_false(rt_has_route(f->rt, "T", T0 + 300));
 }
 
 /* After an import, QUERY_DATA_VERSION with the same version says unchanged, so
  * the broker needs no full re-registration. */
 static void test_query_after_import_unchanged(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
+    rt_fix_t *f = *state;
     rt_reg_t r;
     rt_reg_init(&r, "c", "a:1", "broker-a", 0);
     rt_reg_topic(&r, "T", 4, 4, 6, 0);
     rt_reg_topic(&r, "U", 4, 4, 6, 0);
     r.conn = 0;
     r.peer_seen = T0;
-    rt_reg_do(rt, &r, T0);
+    rt_reg_do(f->rt, &r, T0);
     nsrv_data_version_t stored;
     bool has = false;
-    assert_false(nsrv_route_query_data_version(rt, "c", "a:1", &r.dv, T0 + 10, &stored, &has));
+    assert_false(nsrv_route_query_data_version(f->rt, "c", "a:1", &r.dv, T0 + 10, &stored, &has));
     assert_true(has);
     nsrv_route_live_info_t info;
-    assert_true(nsrv_route_live_info(rt, "c", "a:1", T0 + 10, &info));
+    assert_true(nsrv_route_live_info(f->rt, "c", "a:1", T0 + 10, &info));
     assert_int_equal(info.last_direct_ms, T0 + 10); /* the query was a direct heartbeat */
-    nsrv_route_destroy(&rt);
 }
 
 static void test_tombstone_versus_later_heartbeat(void **state) {
-    (void)state;
-    nsrv_route_t *rt = nsrv_route_create();
-    rt_reg_simple(rt, "c", "a:1", "broker-a", 0, "T", T0);
+    rt_fix_t *f = *state;
+    rt_reg_simple(f->rt, "c", "a:1", "broker-a", 0, "T", T0);
     /* The broker restarted and heartbeat us after the unregister event: keep it. */
-    assert_false(nsrv_route_peer_unregister(rt, "c", "a:1", "broker-a", 0, T0 - 1, T0 + 5));
-    assert_true(rt_has_route(rt, "T", T0 + 5));
+    assert_false(nsrv_route_peer_unregister(f->rt, "c", "a:1", "broker-a", 0, T0 - 1, T0 + 5));
+    assert_true(rt_has_route(f->rt, "T", T0 + 5));
     /* The unregister happened after everything we heard: apply it. */
-    assert_true(nsrv_route_peer_unregister(rt, "c", "a:1", "broker-a", 0, T0 + 1, T0 + 5));
-    assert_false(rt_has_route(rt, "T", T0 + 5));
-    rt_assert_ok(rt, T0 + 5);
-    nsrv_route_destroy(&rt);
+    assert_true(nsrv_route_peer_unregister(f->rt, "c", "a:1", "broker-a", 0, T0 + 1, T0 + 5));
+    assert_false(rt_has_route(f->rt, "T", T0 + 5));
+    f->check_ms = T0 + 5;
 }
 
 /* export_body on node A, imported on node B, gives B the same routes. */
@@ -238,13 +220,11 @@ static void test_export_import_round_trip(void **state) {
     nsrv_route_destroy(&b);
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_foreach_lists_direct_entries),
-               cmocka_unit_test(test_import_serves_routes_and_expires_by_peer_time),
-               cmocka_unit_test(test_import_cannot_resurrect),
-               cmocka_unit_test(test_peer_seen_is_a_max_merge),
-               cmocka_unit_test(test_peer_seen_cannot_claim_the_future),
-               cmocka_unit_test(test_peer_seen_versions),
-               cmocka_unit_test(test_import_keeps_direct_binding),
-               cmocka_unit_test(test_query_after_import_unchanged),
-               cmocka_unit_test(test_tombstone_versus_later_heartbeat),
+NSRV_TEST_MAIN(NULL, NULL, RT_TEST(test_foreach_lists_direct_entries),
+               RT_TEST(test_import_serves_routes_and_expires_by_peer_time),
+               RT_TEST(test_import_cannot_resurrect), RT_TEST(test_peer_seen_is_a_max_merge),
+               RT_TEST(test_peer_seen_cannot_claim_the_future), RT_TEST(test_peer_seen_versions),
+               RT_TEST(test_import_keeps_direct_binding),
+               RT_TEST(test_query_after_import_unchanged),
+               RT_TEST(test_tombstone_versus_later_heartbeat),
                cmocka_unit_test(test_export_import_round_trip))
