@@ -82,6 +82,29 @@ static inline void rt_reg_topic(rt_reg_t *r, const char *topic, int32_t rq, int3
     t->topic_sys_flag = flag;
 }
 
+/* rt_reg_init plus two plain topics t1, t2 (r/w 4, perm 6): the usual full registration (two
+ * topics, so never the single-topic guard). */
+static inline void rt_reg_two(rt_reg_t *r, const char *cluster, const char *addr, const char *name,
+                              int64_t id, const char *t1, const char *t2) {
+    rt_reg_init(r, cluster, addr, name, id);
+    rt_reg_topic(r, t1, 4, 4, 6, 0);
+    rt_reg_topic(r, t2, 4, 4, 6, 0);
+}
+
+/* Adds the sample TopicQueueMappingInfo: T1 of broker-a, global scope, epoch 3, 8 queues,
+ * currIdMap {1: 3, 0: 0}. */
+static inline void rt_reg_sample_mapping(rt_reg_t *r) {
+    static nsrv_int_pair_t ids[] = {{1, 3}, {0, 0}};
+    NSRV_REQUIRE(r->n_mappings < NSRV_ARRAY_LEN(r->mappings));
+    r->mappings[r->n_mappings++] = (nsrv_mapping_info_t){.topic = "T1",
+                                                         .bname = "broker-a",
+                                                         .scope = "__global__",
+                                                         .epoch = 3,
+                                                         .total_queues = 8,
+                                                         .curr_id_map = ids,
+                                                         .n_curr_id = NSRV_ARRAY_LEN(ids)};
+}
+
 static inline nsrv_register_result_t rt_reg_do(nsrv_route_t *rt, const rt_reg_t *r,
                                                uint64_t now_ms) {
     nsrv_register_body_t body;
@@ -161,6 +184,13 @@ static inline const char *rt_topics(nsrv_route_t *rt, nsrv_topic_filter_t f, uin
     return buf->data;
 }
 
+static inline const char *rt_cluster_topics(nsrv_route_t *rt, const char *cluster, uint64_t now_ms,
+                                            nsrv_buf_t *buf) {
+    nsrv_buf_reset(buf);
+    nsrv_route_topics_by_cluster(rt, cluster, now_ms, buf);
+    return buf->data;
+}
+
 static inline void rt_assert_ok(const nsrv_route_t *rt, uint64_t now_ms) {
     char why[256] = "";
     int rc = nsrv__route_check(rt, now_ms, why, sizeof why);
@@ -205,6 +235,13 @@ static inline int rt_fix_teardown(void **state) {
         return -1;
     }
     return 0;
+}
+
+/* For a test that wants a new table: drops the current one (unchecked) for an empty one. */
+static inline nsrv_route_t *rt_fix_renew(rt_fix_t *f) {
+    nsrv_route_destroy(&f->rt);
+    f->rt = nsrv_route_create();
+    return f->rt;
 }
 
 #define RT_TEST(fn) cmocka_unit_test_setup_teardown(fn, rt_fix_setup, rt_fix_teardown)

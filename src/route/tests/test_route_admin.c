@@ -62,9 +62,7 @@ static void test_delete_topic(void **state) {
     assert_false(rt_has_route(f->rt, "TBW102", T0));
     rt_reg_simple(f->rt, "C1", "a:1", "broker-a", 0, "U", T0 + 1);
     rt_reg_t r;
-    rt_reg_init(&r, "C2", "b:1", "broker-b", 0);
-    rt_reg_topic(&r, "U", 4, 4, 6, 0);
-    rt_reg_topic(&r, "V", 4, 4, 6, 0);
+    rt_reg_two(&r, "C2", "b:1", "broker-b", 0, "U", "V");
     r.dv.counter = 7;
     rt_reg_do(f->rt, &r, T0 + 1);
     nsrv_route_delete_topic(f->rt, "U", "");
@@ -135,18 +133,12 @@ static void test_topic_lists(void **state) {
     assert_string_equal(rt_topics(f->rt, NSRV_TOPICS_UNIT_SUB_NOT_UNIT, T0, &f->b),
                         "{\"topicList\":[\"UnitSub\"]}");
 
-    nsrv_buf_reset(&f->b);
-    nsrv_route_topics_by_cluster(f->rt, "C2", T0, &f->b);
-    assert_string_equal(f->b.data, "{\"topicList\":[\"Plain\",\"Bee\"]}");
-    nsrv_buf_reset(&f->b);
-    nsrv_route_topics_by_cluster(f->rt, "C1", T0, &f->b);
-    assert_string_equal(f->b.data, "{\"topicList\":[\"Plain\",\"Unit\",\"UnitSub\",\"Both\"]}");
-    nsrv_buf_reset(&f->b);
-    nsrv_route_topics_by_cluster(f->rt, "Unknown", T0, &f->b);
-    assert_string_equal(f->b.data, "{\"topicList\":[]}");
-    nsrv_buf_reset(&f->b);
-    nsrv_route_topics_by_cluster(f->rt, "", T0, &f->b);
-    assert_string_equal(f->b.data, "{\"topicList\":[]}");
+    assert_string_equal(rt_cluster_topics(f->rt, "C2", T0, &f->b),
+                        "{\"topicList\":[\"Plain\",\"Bee\"]}");
+    assert_string_equal(rt_cluster_topics(f->rt, "C1", T0, &f->b),
+                        "{\"topicList\":[\"Plain\",\"Unit\",\"UnitSub\",\"Both\"]}");
+    assert_string_equal(rt_cluster_topics(f->rt, "Unknown", T0, &f->b), "{\"topicList\":[]}");
+    assert_string_equal(rt_cluster_topics(f->rt, "", T0, &f->b), "{\"topicList\":[]}");
 }
 
 static void test_system_topic_list(void **state) {

@@ -36,9 +36,7 @@ static size_t n_bodies(const nsrv_route_t *rt) {
 
 static void one_broker(nsrv_route_t *rt) {
     rt_reg_t r;
-    rt_reg_init(&r, C, "a:1", "broker-a", 0);
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
+    rt_reg_two(&r, C, "a:1", "broker-a", 0, "T1", "T2");
     rt_reg_topic(&r, "T3", 8, 8, 6, 0);
     rt_reg_do(rt, &r, T0);
 }

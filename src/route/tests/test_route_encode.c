@@ -61,7 +61,6 @@ static void test_spec_sample_standard(void **state) {
 
 /* Every optional part: zoneName, filter servers, orderTopicConf, mapping infos. */
 static void all_optional(nsrv_route_t *rt) {
-    static nsrv_int_pair_t ids[] = {{1, 3}, {0, 0}};
     rt_reg_t m, s;
     rt_reg_init(&m, C, MA, "broker-a", 0);
     m.zone = "zone1";
@@ -69,14 +68,7 @@ static void all_optional(nsrv_route_t *rt) {
     rt_reg_topic(&m, "TBW102", 8, 8, 7, 0);
     m.filters[0] = "1.1.1.1:1";
     m.n_filters = 1;
-    m.mappings[0] = (nsrv_mapping_info_t){.topic = "T1",
-                                          .bname = "broker-a",
-                                          .scope = "__global__",
-                                          .epoch = 3,
-                                          .total_queues = 8,
-                                          .curr_id_map = ids,
-                                          .n_curr_id = 2};
-    m.n_mappings = 1;
+    rt_reg_sample_mapping(&m);
     rt_reg_do(rt, &m, T0);
     rt_reg_init(&s, C, SA, "broker-a", 1);
     s.zone = "zone1";
@@ -131,9 +123,7 @@ static void test_ordering_and_escaping(void **state) {
         char addr[32];
         snprintf(addr, sizeof addr, "h%lld:1", (long long)ids[i]);
         rt_reg_t r;
-        rt_reg_init(&r, C, addr, name, ids[i]);
-        rt_reg_topic(&r, "T/1", 4, 4, 6, 0);
-        rt_reg_topic(&r, "T2", 4, 4, 6, 0);
+        rt_reg_two(&r, C, addr, name, ids[i], "T/1", "T2");
         rt_reg_do(f->rt, &r, T0);
     }
     assert_true(
@@ -150,9 +140,7 @@ static void test_ordering_and_escaping(void **state) {
 static void test_big_epoch_quoted_in_standard(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, C, MA, "broker-a", 0);
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
+    rt_reg_two(&r, C, MA, "broker-a", 0, "T1", "T2");
     r.mappings[0] = (nsrv_mapping_info_t){
         .topic = "T1", .bname = "broker-a", .epoch = 9007199254740992LL, .dirty = true};
     r.mappings[1] =
@@ -173,25 +161,19 @@ static void test_big_epoch_quoted_in_standard(void **state) {
 /* Two groups in different zones plus a group whose master is down. */
 static void zone_cluster(nsrv_route_t *rt) {
     rt_reg_t r;
-    rt_reg_init(&r, C, "a0:1", "broker-a", 0);
+    rt_reg_two(&r, C, "a0:1", "broker-a", 0, "T1", "T2");
     r.zone = "Zone-A";
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     r.filters[0] = "fa:1";
     r.n_filters = 1;
     rt_reg_do(rt, &r, T0);
-    rt_reg_init(&r, C, "b0:1", "broker-b", 0);
+    rt_reg_two(&r, C, "b0:1", "broker-b", 0, "T1", "T2");
     r.zone = "zone-b";
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     r.filters[0] = "fb:1";
     r.n_filters = 1;
     rt_reg_do(rt, &r, T0);
     /* broker-c: only a slave left, zone-b. */
-    rt_reg_init(&r, C, "c0:1", "broker-c", 0);
+    rt_reg_two(&r, C, "c0:1", "broker-c", 0, "T1", "T2");
     r.zone = "zone-b";
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     rt_reg_do(rt, &r, T0);
     rt_reg_init(&r, C, "c1:1", "broker-c", 1);
     r.zone = "zone-b";
@@ -293,9 +275,7 @@ static uint64_t builds(const nsrv_route_t *rt) {
 static void test_route_cache(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t m;
-    rt_reg_init(&m, C, MA, "broker-a", 0);
-    rt_reg_topic(&m, "TopicTest", 4, 4, 6, 0);
-    rt_reg_topic(&m, "Other", 4, 4, 6, 0);
+    rt_reg_two(&m, C, MA, "broker-a", 0, "TopicTest", "Other");
     rt_reg_do(f->rt, &m, T0);
 
     const char *p1 = NULL, *p2 = NULL;
@@ -386,10 +366,8 @@ static void test_route_cache(void **state) {
 static void test_opts_change_invalidates(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, C, "s1:1", "broker-a", 1);
+    rt_reg_two(&r, C, "s1:1", "broker-a", 1, "T1", "T2");
     r.acting = 1;
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     rt_reg_do(f->rt, &r, T0);
     assert_true(
         rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_DEFAULT, T0, &f->b), "{1:\"s1:1\"}"));

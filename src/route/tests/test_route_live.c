@@ -23,11 +23,9 @@ static void record_closes(nsrv_route_t *rt) {
 static void reg(nsrv_route_t *rt, const char *addr, const char *name, int64_t id,
                 int64_t timeout_ms, uint64_t conn, uint64_t now) {
     rt_reg_t r;
-    rt_reg_init(&r, C, addr, name, id);
+    rt_reg_two(&r, C, addr, name, id, "T1", "T2");
     r.timeout_ms = timeout_ms;
     r.conn = conn;
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     rt_reg_do(rt, &r, now);
 }
 
@@ -86,8 +84,7 @@ static void test_read_time_filtering(void **state) {
 
     /* Each read API filters on its own (fresh table each time). */
     for (int api = 0; api < 7; api++) {
-        nsrv_route_destroy(&f->rt);
-        rt = f->rt = nsrv_route_create();
+        rt = rt_fix_renew(f);
         record_closes(rt);
         reg(rt, MA, "broker-a", 0, 0, 7, T0);
         nsrv_buf_reset(b);

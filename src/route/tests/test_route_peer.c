@@ -39,9 +39,7 @@ static void test_foreach_lists_direct_entries(void **state) {
 static void test_import_serves_routes_and_expires_by_peer_time(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, "c", "a:1", "broker-a", 0);
-    rt_reg_topic(&r, "T", 4, 4, 6, 0);
-    rt_reg_topic(&r, "U", 4, 4, 6, 0);
+    rt_reg_two(&r, "c", "a:1", "broker-a", 0, "T", "U");
     r.conn = 0;
     r.peer_seen = T0 - 30000; /* the peer heard it 30 s before we import */
     rt_reg_do(f->rt, &r, T0);
@@ -58,9 +56,7 @@ static void test_import_serves_routes_and_expires_by_peer_time(void **state) {
 static void test_import_cannot_resurrect(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, "c", "a:1", "broker-a", 0);
-    rt_reg_topic(&r, "T", 4, 4, 6, 0);
-    rt_reg_topic(&r, "U", 4, 4, 6, 0);
+    rt_reg_two(&r, "c", "a:1", "broker-a", 0, "T", "U");
     r.conn = 0;
     r.peer_seen = T0 - TIMEOUT - 1; /* already past its timeout when it arrives */
     rt_reg_do(f->rt, &r, T0);
@@ -116,9 +112,7 @@ static void test_peer_seen_versions(void **state) {
 static void test_import_keeps_direct_binding(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, "c", "a:1", "broker-a", 0);
-    rt_reg_topic(&r, "T", 4, 4, 6, 0);
-    rt_reg_topic(&r, "U", 4, 4, 6, 0);
+    rt_reg_two(&r, "c", "a:1", "broker-a", 0, "T", "U");
     r.conn = 7;
     rt_reg_do(f->rt, &r, T0);
     r.conn = 0;
@@ -141,9 +135,7 @@ static void test_import_keeps_direct_binding(void **state) {
 static void test_query_after_import_unchanged(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, "c", "a:1", "broker-a", 0);
-    rt_reg_topic(&r, "T", 4, 4, 6, 0);
-    rt_reg_topic(&r, "U", 4, 4, 6, 0);
+    rt_reg_two(&r, "c", "a:1", "broker-a", 0, "T", "U");
     r.conn = 0;
     r.peer_seen = T0;
     rt_reg_do(f->rt, &r, T0);

@@ -64,17 +64,13 @@ static void test_slave_does_not_touch_queue_data(void **state) {
 static void test_prime_slave_writes_queue_data(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, C, SA, "broker-a", 1);
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
+    rt_reg_two(&r, C, SA, "broker-a", 1, "T1", "T2");
     rt_reg_do(f->rt, &r, T0);
     assert_true(
         rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b), "\"perm\":6"));
     /* ...a non-prime slave (a smaller id exists) does not. */
     rt_reg_t r2;
-    rt_reg_init(&r2, C, "10.0.0.3:10911", "broker-a", 2);
-    rt_reg_topic(&r2, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r2, "T3", 4, 4, 6, 0);
+    rt_reg_two(&r2, C, "10.0.0.3:10911", "broker-a", 2, "T1", "T3");
     rt_reg_do(f->rt, &r2, T0);
     assert_false(rt_has_route(f->rt, "T3", T0));
 }
@@ -99,10 +95,8 @@ static void test_prime_slave_acting_master_clears_write(void **state) {
 static void test_old_slave_alone_no_queue_data(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, C, SA, "broker-a", 1);
+    rt_reg_two(&r, C, SA, "broker-a", 1, "T1", "T2");
     r.acting = -1;
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     assert_int_equal(rt_reg_do(f->rt, &r, T0).status, NSRV_REG_OK);
     assert_false(rt_has_route(f->rt, "T1", T0));
     assert_int_equal(nsrv_route_broker_count(f->rt), 1);
@@ -140,10 +134,8 @@ static void test_slave_gets_master_ha_only_when_master_live(void **state) {
     assert_string_equal(res.ha_server_addr, "");
 
     rt_reg_t m;
-    rt_reg_init(&m, C, MA, "broker-a", 0);
+    rt_reg_two(&m, C, MA, "broker-a", 0, "T1", "T2");
     m.ha = "master-ha:1";
-    rt_reg_topic(&m, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&m, "T2", 4, 4, 6, 0);
     rt_reg_do(f->rt, &m, T0);
     res = rt_reg_do(f->rt, &s, T0 + 10);
     assert_string_equal(res.master_addr, MA);
@@ -169,9 +161,7 @@ static void test_slave_gets_master_ha_only_when_master_live(void **state) {
 static void test_topic_config_only_on_version_change(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, C, MA, "broker-a", 0);
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
+    rt_reg_two(&r, C, MA, "broker-a", 0, "T1", "T2");
     rt_reg_do(f->rt, &r, T0);
     assert_int_equal(nsrv_route_wipe_write_perm(f->rt, "broker-a"), 2);
     assert_true(
@@ -302,15 +292,11 @@ static void test_delete_topic_with_broker_registration(void **state) {
     nsrv_route_opts_t o = {.delete_topic_with_broker_registration = true};
     nsrv_route_set_opts(f->rt, &o);
     rt_reg_t a;
-    rt_reg_init(&a, C, MA, "broker-a", 0);
-    rt_reg_topic(&a, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&a, "T2", 4, 4, 6, 0);
+    rt_reg_two(&a, C, MA, "broker-a", 0, "T1", "T2");
     rt_reg_topic(&a, "Shared", 4, 4, 6, 0);
     rt_reg_do(f->rt, &a, T0);
     rt_reg_t bb;
-    rt_reg_init(&bb, C, "10.0.0.9:10911", "broker-b", 0);
-    rt_reg_topic(&bb, "Shared", 4, 4, 6, 0);
-    rt_reg_topic(&bb, "B1", 4, 4, 6, 0);
+    rt_reg_two(&bb, C, "10.0.0.9:10911", "broker-b", 0, "Shared", "B1");
     rt_reg_do(f->rt, &bb, T0);
 
     /* broker-a now reports only T1: T2 goes, Shared keeps broker-b's queues. */
@@ -326,9 +312,7 @@ static void test_delete_topic_with_broker_registration(void **state) {
 
     /* With mapping infos (static topics) nothing is deleted. */
     rt_reg_t c;
-    rt_reg_init(&c, C, MA, "broker-a", 0);
-    rt_reg_topic(&c, "X1", 4, 4, 6, 0);
-    rt_reg_topic(&c, "X2", 4, 4, 6, 0);
+    rt_reg_two(&c, C, MA, "broker-a", 0, "X1", "X2");
     c.mappings[0] = (nsrv_mapping_info_t){.topic = "X1", .bname = "broker-a", .epoch = 1};
     c.n_mappings = 1;
     rt_reg_do(f->rt, &c, T0 + 2);
@@ -346,19 +330,9 @@ static void test_delete_topic_with_broker_registration(void **state) {
 /* Mapping infos are stored when the DataVersion changed (or first registration). */
 static void test_mapping_info_stored_on_version_change(void **state) {
     rt_fix_t *f = *state;
-    nsrv_int_pair_t ids[] = {{1, 3}, {0, 0}};
     rt_reg_t r;
-    rt_reg_init(&r, C, MA, "broker-a", 0);
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
-    r.mappings[0] = (nsrv_mapping_info_t){.topic = "T1",
-                                          .bname = "broker-a",
-                                          .scope = "__global__",
-                                          .epoch = 3,
-                                          .total_queues = 8,
-                                          .curr_id_map = ids,
-                                          .n_curr_id = 2};
-    r.n_mappings = 1;
+    rt_reg_two(&r, C, MA, "broker-a", 0, "T1", "T2");
+    rt_reg_sample_mapping(&r);
     rt_reg_do(f->rt, &r, T0);
     assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             ",\"topicQueueMappingByBroker\":{\"broker-a\":{\"bname\":\"broker-a\","
@@ -385,10 +359,8 @@ static void test_mapping_info_stored_on_version_change(void **state) {
 static void test_zone_overwritten_by_each_registration(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, C, MA, "broker-a", 0);
+    rt_reg_two(&r, C, MA, "broker-a", 0, "T1", "T2");
     r.zone = "z1";
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
     rt_reg_do(f->rt, &r, T0);
     assert_true(rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b),
                             "\"zoneName\":\"z1\""));
@@ -403,9 +375,7 @@ static void test_zone_overwritten_by_each_registration(void **state) {
 static void test_filter_servers(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t r;
-    rt_reg_init(&r, C, MA, "broker-a", 0);
-    rt_reg_topic(&r, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&r, "T2", 4, 4, 6, 0);
+    rt_reg_two(&r, C, MA, "broker-a", 0, "T1", "T2");
     r.filters[0] = "1.1.1.1:1";
     r.filters[1] = "2.2.2.2:2";
     r.n_filters = 2;

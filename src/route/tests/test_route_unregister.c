@@ -46,10 +46,8 @@ static void test_topic_lifetime_follows_group(void **state) {
     two_members(f->rt, 0);
     rt_reg_simple(f->rt, C, "10.0.0.5:10911", "broker-b", 0, "Shared", T0);
     rt_reg_t a2;
-    rt_reg_init(&a2, C, MA, "broker-a", 0);
+    rt_reg_two(&a2, C, MA, "broker-a", 0, "T1", "Shared");
     a2.conn = 11;
-    rt_reg_topic(&a2, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&a2, "Shared", 4, 4, 6, 0);
     a2.dv.counter = 2;
     rt_reg_do(f->rt, &a2, T0);
 
@@ -89,19 +87,15 @@ static void test_acting_master_write_clear_on_unregister(void **state) {
         rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b), "\"perm\":4,"));
     assert_true(
         rt_contains(rt_route(f->rt, "T2", NSRV_ROUTE_JSON_STANDARD, T0, &f->b), "\"perm\":5,"));
-    nsrv_route_destroy(&f->rt);
 
     /* Without enableActingMaster the perms stay. */
-    f->rt = nsrv_route_create();
-    two_members(f->rt, 0);
+    two_members(rt_fix_renew(f), 0);
     nsrv_route_unregister_broker(f->rt, C, MA, "broker-a", 0);
     assert_true(
         rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b), "\"perm\":6,"));
-    nsrv_route_destroy(&f->rt);
 
     /* Removing a slave leaves the master: perms stay. */
-    f->rt = nsrv_route_create();
-    two_members(f->rt, 1);
+    two_members(rt_fix_renew(f), 1);
     nsrv_route_unregister_broker(f->rt, C, SA, "broker-a", 1);
     assert_true(
         rt_contains(rt_route(f->rt, "T1", NSRV_ROUTE_JSON_STANDARD, T0, &f->b), "\"perm\":6,"));
@@ -142,10 +136,8 @@ static void test_conn_close_removes_its_brokers(void **state) {
 static void test_stale_close_after_reregister_keeps_broker(void **state) {
     rt_fix_t *f = *state;
     rt_reg_t m;
-    rt_reg_init(&m, C, MA, "broker-a", 0);
+    rt_reg_two(&m, C, MA, "broker-a", 0, "T1", "T2");
     m.conn = 1;
-    rt_reg_topic(&m, "T1", 4, 4, 6, 0);
-    rt_reg_topic(&m, "T2", 4, 4, 6, 0);
     rt_reg_do(f->rt, &m, T0);
     m.conn = 2;
     rt_reg_do(f->rt, &m, T0 + 5);
