@@ -305,8 +305,7 @@ static void test_delete_topic_with_broker_registration(void **state) {
     rt_reg_do(f->rt, &a, T0 + 1);
     assert_true(rt_has_route(f->rt, "T1", T0 + 1));
     assert_false(rt_has_route(f->rt, "T2", T0 + 1));
-    nsrv_buf_t b = NSRV_BUF_INIT;
-    const char *s = rt_route(f->rt, "Shared", NSRV_ROUTE_JSON_STANDARD, T0 + 1, &b);
+    const char *s = rt_route(f->rt, "Shared", NSRV_ROUTE_JSON_STANDARD, T0 + 1, &f->b);
     assert_true(rt_contains(s, "broker-b"));
     assert_false(rt_contains(s, "broker-a"));
 
