@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Helpers shared by the route-table tests: build REGISTER_BROKER requests and
- * read routes back. Header-only (static inline) so each test binary is one file.
+ * Helpers shared by the route-table tests: the per-test fixture (RT_TEST, rt_fix_t), builders of
+ * REGISTER_BROKER requests, and readers of routes. Header-only (static inline) so each test binary
+ * is one file.
  */
 #pragma once
 
@@ -198,7 +199,8 @@ static inline void rt_assert_ok(const nsrv_route_t *rt, uint64_t now_ms) {
         fail_msg("route invariant broken (%d): %s", rc, why);
 }
 
-/* The clock most route tests start at, and when the fixture checks the table by default. */
+/* The clock most route tests start at (their T0), and when the fixture checks the table unless the
+ * test sets check_ms. */
 #define RT_T0 1000
 
 /*
