@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # User-space instructions per route query (cluster-tests/bench/README.md, "Profiling a server"):
-# nsrvd under callgrind with counting off, P1's data (10 brokers x 100 topics) registered, P1's
-# load (16 connections x 1 in flight) started, counting switched on for a few seconds, and the
-# instruction total divided by the route queries handled (calls of nsrv_proc_get_route_info).
-# Deterministic per request, unlike times on a shared machine.
+# nsrvd under callgrind with counting off, a profile's data registered and its load started
+# (as bench.py sets them up), counting switched on for a few seconds, and the instruction total
+# divided by the route queries handled (calls of nsrv_proc_get_route_info). Deterministic per
+# request, unlike times on a shared machine. Profiles:
+#   P1: 10 brokers x 100 topics, 16 connections x 1 in flight
+#   P2: 10 brokers x 10,000 shared topics (2.1 KB routes), 256 connections x 1 in flight
 #
-#   cluster-tests/bench/callgrind.sh [BUILD_DIR] [SECONDS]    (default: build, 3)
+#   cluster-tests/bench/callgrind.sh [BUILD_DIR] [SECONDS] [P1|P2]    (default: build, 3, P1)
 # Prints "instructions/request N" and leaves callgrind.out and the annotation in $out (a temp dir).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
 secs=${2:-3}
+profile=${3:-P1}
+case $profile in
+P1) sim_data=(-b 10 -t 100) load=(-c 16 -d 1 --brokers 10 --topics 100) warm=2 ;;
+P2) sim_data=(-b 10 -t 0 -s 10000) load=(-c 256 -d 1 --shared 10000) warm=5 ;;
+*) echo "unknown profile $profile (P1 or P2)" >&2; exit 2 ;;
+esac
 out=$(mktemp -d -t nsrv-callgrind.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 printf 'listenPort=%s\nrocketmqHome=%s\nkvConfigPath=%s/kv.json\nconfigStorePath=%s/nsrvd.properties\n' \
@@ -26,15 +34,15 @@ for _ in $(seq 200); do
   python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2).close()" 2>/dev/null && break
   sleep 0.1
 done
-"$build/src/tools/nsrv-brokersim" -n "127.0.0.1:$port" --no-sys-topics -b 10 -t 100 -d 3600 \
+"$build/src/tools/nsrv-brokersim" -n "127.0.0.1:$port" --no-sys-topics "${sim_data[@]}" -d 3600 \
   </dev/null >"$out/sim.out" 2>"$out/sim.log" &
 pids+=("$!")
-for _ in $(seq 600); do grep -q 'ready ok=' "$out/sim.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 3000); do grep -q 'ready ok=' "$out/sim.out" 2>/dev/null && break; sleep 0.1; done
 grep -q 'ready ok=.*failed=0' "$out/sim.out" || { echo "registration failed: $(cat "$out/sim.out")" >&2; exit 1; }
-"$build/src/tools/nsrv-bench" -a "127.0.0.1:$port" -c 16 -d 1 -s $((secs + 30)) --brokers 10 --topics 100 \
+"$build/src/tools/nsrv-bench" -a "127.0.0.1:$port" -s $((secs + 30)) "${load[@]}" \
   >"$out/bench.out" 2>&1 &
 pids+=("$!")
-sleep 2
+sleep "$warm"
 callgrind_control -i on "$vg" >/dev/null
 sleep "$secs"
 callgrind_control -i off "$vg" >/dev/null

@@ -68,14 +68,23 @@ static int check_index(const nsrv_route_t *rt, char *why, size_t why_len) {
              live, dead, ix->n, ix->dead);
     if (ix->n == 0 && ix->used)
         FAIL("no topics but %zu bytes of records", ix->used);
+    if (ix->cap_arena && ix->pos_mask != nsrv__tindex_pos_mask(ix->cap_arena))
+        FAIL("index position mask %#x for %zu bytes of records", (unsigned)ix->pos_mask,
+             ix->cap_arena);
     for (size_t i = 0; i < ix->cap; i++) {
-        if (!ix->slots[i])
+        uint32_t slot = ix->slots[i];
+        if (!slot)
             continue;
         used++;
-        if ((size_t)(ix->slots[i] - 1) * 4 >= ix->used ||
-            nsrv__tindex_at(ix, ix->slots[i] - 1)->qref == RT_QREF_DEAD)
-            FAIL("index slot %zu names position %u, which holds no topic", i,
-                 (unsigned)ix->slots[i] - 1);
+        rt_tpos_t pos = nsrv__tindex_slot_pos(ix, slot);
+        if (!(slot & ix->pos_mask) || (size_t)pos * 4 >= ix->used ||
+            nsrv__tindex_at(ix, pos)->qref == RT_QREF_DEAD)
+            FAIL("index slot %zu names position %u, which holds no topic", i, (unsigned)pos);
+        /* A wrong tag would hide its topic from every lookup but this walk's. */
+        const char *name = nsrv__tindex_at(ix, pos)->name;
+        if (!nsrv__tindex_slot_tag_ok(ix, slot, nsrv__tindex_hash(name)))
+            FAIL("index slot %zu of topic '%s' has tag %#x", i, name,
+                 (unsigned)(slot & ~ix->pos_mask));
     }
     /* Every live record found, as many slots as records, each on a live one: one each. */
     if (used != ix->n || (ix->cap && ix->n * 2 > ix->cap))
