@@ -26,6 +26,7 @@
 #include "nsrv/processor.h"
 #include "nsrv/route.h"
 #include "server_int.h"
+#include "sock_write.h"
 
 /* Read-buffer headroom offered to libuv per read. */
 #define READ_CHUNK (64 * 1024)
@@ -192,7 +193,7 @@ static void conn_send_iov(nsrv_conn_t *c, const uv_buf_t *iov, unsigned n_iov, s
     c->srv->reqm.bytes_out += len;
     size_t off = 0;
     if (c->out_pending == 0) {
-        int n = uv_try_write((uv_stream_t *)&c->tcp, iov, n_iov);
+        int n = nsrv__sock_try_write(&c->tcp, iov, n_iov);
         if (n > 0)
             off = (size_t)n;
         else if (n < 0 && n != UV_EAGAIN) {
