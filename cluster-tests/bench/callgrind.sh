@@ -2,7 +2,7 @@
 # User-space instructions per route query (cluster-tests/bench/README.md, "Profiling a server"):
 # nsrvd under callgrind with counting off, a profile's data registered and its load started
 # (as bench.py sets them up), counting switched on for a few seconds, and the instruction total
-# divided by the route queries handled (calls of nsrv_proc_get_route_info). Deterministic per
+# divided by the route queries handled (calls of nsrv__metrics_reply). Deterministic per
 # request, unlike times on a shared machine. Profiles:
 #   P1: 10 brokers x 100 topics, 16 connections x 1 in flight
 #   P2: 10 brokers x 10,000 shared topics (2.1 KB routes), 256 connections x 1 in flight
@@ -53,14 +53,14 @@ trap - EXIT
 f=$out/callgrind.out.1 # the dump of the counted seconds (callgrind.out is the exit's, empty)
 callgrind_annotate --inclusive=yes "$f" >"$out/annotate.txt" 2>/dev/null
 total=$(grep -m1 -E '^[0-9,]+ .*PROGRAM TOTALS' "$out/annotate.txt" | awk '{gsub(",","",$1); print $1}')
-# Requests: the calls of the route query's handler (the load sends nothing else), which is
-# reached through the handler table, so no build inlines it (link-time optimisation does
-# inline nsrv_processor_handle_prepared). The "calls=" lines under each cfn= naming it
-# (callgrind compresses a repeated name to its "(id)").
+# Requests: the calls of nsrv__metrics_reply, which records every request's reply once, on the
+# generic path and the route query's fast path alike (the load sends nothing else; link-time
+# optimisation inlines the handler and the fast path, not this function of another file). The
+# "calls=" lines under each cfn= naming it (callgrind compresses a repeated name to its "(id)").
 calls=$(awk '
   /^c?fn=/ { id = $1; sub(/^c?fn=/, "", id); if (NF > 1) names[id] = $2 }
   /^cfn=/ { tgt = names[id] }
-  /^calls=/ { if (tgt == "nsrv_proc_get_route_info") { split($1, a, "="); n += a[2] } }
+  /^calls=/ { if (tgt == "nsrv__metrics_reply") { split($1, a, "="); n += a[2] } }
   END { print n + 0 }' "$f")
 echo "dir $out"
 echo "total $total calls $calls"

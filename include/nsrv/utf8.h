@@ -15,12 +15,50 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
 
 /* The UTF-8 form of U+FFFD REPLACEMENT CHARACTER. */
 #define NSRV_UTF8_REPLACEMENT "\xEF\xBF\xBD"
+
+/* Whether the 8 bytes of w are all ASCII and none is zero (the exact
+ * has-zero-byte test: no false positives once no high bit is set). */
+static inline bool nsrv__ascii_word_plain(uint64_t w) {
+    const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
+    return !((w & high) | ((w - ones) & ~w & high));
+}
+
+/*
+ * Whether p[0..n) is ASCII without a NUL: valid UTF-8 as it is and a whole C
+ * string, so it needs neither the replacement pass nor a NUL scan later. Every
+ * name a client sends is, so this looks at whole words: from 4 bytes on, the
+ * last word overlaps the ones before it instead of a byte loop for the tail.
+ */
+static inline bool nsrv_ascii_plain(const void *p, size_t n) {
+    const uint8_t *s = p;
+    uint64_t w;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&w, s + i, 8);
+            if (!nsrv__ascii_word_plain(w))
+                return false;
+        }
+        memcpy(&w, s + n - 8, 8);
+        return nsrv__ascii_word_plain(w);
+    }
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4);
+        memcpy(&b, s + n - 4, 4);
+        return nsrv__ascii_word_plain((uint64_t)a << 32 | b);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == 0 || s[i] >= 0x80)
+            return false;
+    return true;
+}
 
 /*
  * Looks at the sequence starting at s[0] (left >= 1 bytes available).

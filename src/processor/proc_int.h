@@ -83,6 +83,15 @@ void nsrv__proc_prepare_register(const nsrv_prep_limits_t *lim, const nsrv_cmd_t
 /* Pushes the route-related config (supportActingMaster, ...) into the route table. */
 void nsrv__processor_apply_route_opts(nsrv_processor_t *p);
 
+/* GET_ROUTEINFO_BY_TOPIC's steps (proc_route.c), shared by its handler and its fast path
+ * (proc_route_fast.c) so both answer alike. Whether the node serves routes at now_ms
+ * (needWaitForService): */
+bool nsrv__proc_route_ready(const nsrv_processor_t *p, uint64_t now_ms);
+/* Sets resp's body to topic's route (standard JSON or Java's default form; zone NULL or a
+ * zone filter); 0, or -ENOENT (resp unchanged) when the table has no such topic. */
+int nsrv__proc_route_body(nsrv_processor_t *p, const char *topic, bool standard, const char *zone,
+                          uint64_t now_ms, nsrv_cmd_t *resp);
+
 /* A SUCCESS response to req, mirroring its opaque and serialize type. */
 void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp);
 

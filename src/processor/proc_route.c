@@ -16,35 +16,45 @@
 
 #define ORDER_TOPIC_NS "ORDER_TOPIC_CONFIG"
 
+bool nsrv__proc_route_ready(const nsrv_processor_t *p, uint64_t now_ms) {
+    const struct nsrv_config *cfg = p->cfg;
+    return !cfg->need_wait_for_service ||
+           now_ms - p->start_ms >= (uint64_t)cfg->wait_seconds_for_service * 1000u;
+}
+
+int nsrv__proc_route_body(nsrv_processor_t *p, const char *topic, bool standard, const char *zone,
+                          uint64_t now_ms, nsrv_cmd_t *resp) {
+    const char *order_conf = NULL;
+    if (p->cfg->order_message_enable)
+        order_conf = nsrv_kv_get(p->kv, ORDER_TOPIC_NS, topic);
+    nsrv_route_json_t mode = standard ? NSRV_ROUTE_JSON_STANDARD : NSRV_ROUTE_JSON_DEFAULT;
+    const char *body = NULL;
+    size_t len = 0;
+    nsrv_rcbuf_t *shared = NULL;
+    int rc = nsrv_route_topic_route_shared(p->rt, topic, mode, order_conf, zone, now_ms, &body,
+                                           &len, &shared);
+    if (rc == 0) {
+        resp->body = (const uint8_t *)body;
+        resp->body_len = len;
+        resp->body_rc = shared; /* the connection sends it without a copy */
+    }
+    return rc;
+}
+
 void nsrv_proc_get_route_info(nsrv_proc_ctx_t *ctx) {
-    struct nsrv_config *cfg = ctx->p->cfg;
-    if (cfg->need_wait_for_service &&
-        ctx->now_ms - ctx->p->start_ms < (uint64_t)cfg->wait_seconds_for_service * 1000u) {
+    if (!nsrv__proc_route_ready(ctx->p, ctx->now_ms)) {
         nsrv_proc_set_code(ctx, NSRV_RESP_SYSTEM_ERROR, "name server not ready");
         return;
     }
     const char *topic = nsrv_proc_ext(ctx, "topic");
-    nsrv_route_json_t mode =
-        (ctx->req->version >= NSRV_MQ_V4_9_4 || nsrv_proc_ext_true(ctx, "acceptStandardJsonOnly"))
-            ? NSRV_ROUTE_JSON_STANDARD
-            : NSRV_ROUTE_JSON_DEFAULT;
-    const char *order_conf = NULL;
-    if (topic && cfg->order_message_enable)
-        order_conf = nsrv_kv_get(ctx->p->kv, ORDER_TOPIC_NS, topic);
+    bool standard =
+        ctx->req->version >= NSRV_MQ_V4_9_4 || nsrv_proc_ext_true(ctx, "acceptStandardJsonOnly");
     const char *zone = NULL;
     if (nsrv_proc_ext_true(ctx, "__ZONE_MODE") &&
         !nsrv_is_blank_c(nsrv_proc_ext(ctx, "__ZONE_NAME")))
         zone = nsrv_proc_ext(ctx, "__ZONE_NAME");
-    const char *body = NULL;
-    size_t len = 0;
-    nsrv_rcbuf_t *shared = NULL;
-    if (topic && nsrv_route_topic_route_shared(ctx->p->rt, topic, mode, order_conf, zone,
-                                               ctx->now_ms, &body, &len, &shared) == 0) {
-        ctx->resp->body = (const uint8_t *)body;
-        ctx->resp->body_len = len;
-        ctx->resp->body_rc = shared; /* the connection sends it without a copy */
+    if (topic && nsrv__proc_route_body(ctx->p, topic, standard, zone, ctx->now_ms, ctx->resp) == 0)
         return;
-    }
     nsrv_proc_set_remarkf(
         ctx, NSRV_RESP_TOPIC_NOT_EXIST,
         "No topic route info in name server for the topic: %s\n"

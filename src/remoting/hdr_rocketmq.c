@@ -46,42 +46,6 @@ static int read_sized(nsrv_reader_t *r, int width, const uint8_t **p, size_t *n)
 /* Maps up to this size are decoded in one pass into room for len / MAP_ENTRY_MIN entries. */
 #define ONE_PASS_MAP_BYTES 256
 
-/* Whether the 8 bytes of w are all ASCII and none is zero (the exact
- * has-zero-byte test: no false positives once no high bit is set). */
-static inline bool word_plain(uint64_t w) {
-    const uint64_t high = 0x8080808080808080ull, ones = 0x0101010101010101ull;
-    return !((w & high) | ((w - ones) & ~w & high));
-}
-
-/*
- * Whether s[0..n) is ASCII without a NUL: valid UTF-8 as it is and a whole C
- * string, so it needs neither the replacement pass nor a NUL scan later. Every
- * name a client sends is, so this looks at whole words: from 4 bytes on, the
- * last word overlaps the ones before it instead of a byte loop for the tail.
- */
-static inline bool plain_ascii(const uint8_t *s, size_t n) {
-    uint64_t w;
-    if (n >= 8) {
-        for (size_t i = 0; i + 8 < n; i += 8) {
-            memcpy(&w, s + i, 8);
-            if (!word_plain(w))
-                return false;
-        }
-        memcpy(&w, s + n - 8, 8);
-        return word_plain(w);
-    }
-    if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        return word_plain((uint64_t)a << 32 | b);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == 0 || s[i] >= 0x80)
-            return false;
-    return true;
-}
-
 /* What a walk over the map learnt besides the fields. */
 typedef struct {
     size_t n;      /* entries kept */
@@ -114,7 +78,7 @@ static int walk_map(const uint8_t *m, size_t len, nsrv_arena_t *arena, nsrv_ext_
             continue;
         if (fields) {
             nsrv_ext_field_t *f = &fields[w.n];
-            if (plain_ascii(key, klen) && plain_ascii(val, vlen)) {
+            if (nsrv_ascii_plain(key, klen) && nsrv_ascii_plain(val, vlen)) {
                 /* Both copied as they are, into the map's string room. */
                 char *d = strs;
                 strs += klen + vlen + 2;

@@ -274,6 +274,30 @@ static void append_reply(nsrv_conn_t *c, const nsrv_cmd_t *resp) {
     c->held_bytes += after->len - before;
 }
 
+/* Counts a request as its turn starts (the generic and the fast path alike); returns its
+ * metrics slot. */
+static int request_started(nsrv_conn_t *c, int32_t code) {
+    nsrv_server_t *srv = c->srv;
+    srv->requests_total++;
+    int slot = nsrv__mreq_slot(code);
+    nsrv__metrics_request(&srv->reqm, slot);
+    /* While shutting down every request is served, and the connection closed once drained.
+     * No GO_AWAY: a 5.3.x client answers it by reconnecting to the same address, whose
+     * listener is closed by now, and that request fails (cluster-tests/chaos/README.md). */
+    if (srv->shutting_down)
+        c->served_in_shutdown = true;
+    return slot;
+}
+
+/* Queues a request's reply and records its latency; returns when it ended. */
+static uint64_t request_replied(nsrv_conn_t *c, int slot, const nsrv_cmd_t *resp,
+                                uint64_t start_ns) {
+    append_reply(c, resp);
+    uint64_t end_ns = nsrv_now_mono_ns();
+    nsrv__metrics_reply(&c->srv->reqm, slot, true, resp->code, start_ns, end_ns);
+    return end_ns;
+}
+
 /*
  * Runs one decoded request and appends its reply (if any and not deferred).
  * start_ns is when the request's turn began (the read, or the end of the
@@ -287,15 +311,8 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_pre
     if (req->flag & NSRV_FLAG_RESPONSE)
         return start_ns; /* nsrvd sends no requests that expect answers */
     bool oneway = (req->flag & NSRV_FLAG_ONEWAY) != 0;
-    srv->requests_total++;
-    int slot = nsrv__mreq_slot(req->code);
-    nsrv__metrics_request(&srv->reqm, slot);
+    int slot = request_started(c, req->code);
     nsrv_cmd_t resp;
-    /* While shutting down every request is served, and the connection closed once drained.
-     * No GO_AWAY: a 5.3.x client answers it by reconnecting to the same address, whose
-     * listener is closed by now, and that request fails (cluster-tests/chaos/README.md). */
-    if (srv->shutting_down)
-        c->served_in_shutdown = true;
     /* A reply slot reserved by the handler takes these; its latency ends at the fill. */
     srv->cur_metrics_slot = slot;
     srv->cur_start_ns = start_ns;
@@ -305,10 +322,28 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_pre
     if (deferred)
         return nsrv_now_mono_ns();
     if (!oneway)
-        append_reply(c, &resp);
+        return request_replied(c, slot, &resp, start_ns);
     uint64_t end_ns = nsrv_now_mono_ns();
-    nsrv__metrics_reply(&srv->reqm, slot, !oneway, oneway ? 0 : resp.code, start_ns, end_ns);
+    nsrv__metrics_reply(&srv->reqm, slot, false, 0, start_ns, end_ns);
     return end_ns;
+}
+
+/*
+ * A route query of the common shape answered without the generic decode
+ * (nsrv_processor_route_fast: the same reply as the handler's), counted and
+ * queued exactly as run_request does it. Returns false, having done nothing,
+ * for any other frame. *now_ns: the request's start in, its end out.
+ */
+static bool run_route_fast(nsrv_conn_t *c, const uint8_t *frame, size_t frame_len,
+                           uint64_t *now_ns) {
+    nsrv_server_t *srv = c->srv;
+    nsrv_cmd_t resp;
+    if (!nsrv_processor_route_fast(srv->proc, frame, frame_len, nsrv_mono_ns_to_ms(*now_ns), &resp))
+        return false;
+    srv->route_fast_total++;
+    int slot = request_started(c, NSRV_REQ_GET_ROUTEINFO_BY_TOPIC);
+    *now_ns = request_replied(c, slot, &resp, *now_ns);
+    return true;
 }
 
 void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep) {
@@ -353,6 +388,13 @@ static size_t process_frames(nsrv_conn_t *c, const uint8_t *p, size_t avail) {
         if (offload_min > 0 && frame_len >= offload_min) {
             c->big_frame_len = frame_len; /* conn_process hands it to a worker */
             break;
+        }
+        if (run_route_fast(c, p + used, frame_len, &now_ns)) {
+            used += frame_len;
+            frames++;
+            if (srv->out.total >= OUT_FLUSH_BYTES)
+                flush_out(c);
+            continue;
         }
         bool big = frame_len >= BIG_FRAME_MEASURE_BYTES;
         uint64_t cpu0 = big ? nsrv__thread_cpu_ns() : 0;

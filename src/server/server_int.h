@@ -119,6 +119,7 @@ struct nsrv_server {
     uint64_t start_ms;
     int bound_port;
     uint64_t requests_total;
+    uint64_t route_fast_total; /* of those, route queries the fast path answered */
     uint64_t bad_frames_total;
     nsrv_req_metrics_t reqm; /* per request code, latency, bytes (metrics.c) */
     /* Connection hygiene (conn_hygiene.c). */
