@@ -7,13 +7,16 @@
 #   P1: 10 brokers x 100 topics, 16 connections x 1 in flight
 #   P2: 10 brokers x 10,000 shared topics (2.1 KB routes), 256 connections x 1 in flight
 #
-#   cluster-tests/bench/callgrind.sh [BUILD_DIR] [SECONDS] [P1|P2]    (default: build, 3, P1)
+#   cluster-tests/bench/callgrind.sh [BUILD_DIR] [SECONDS] [P1|P2] [HEADER]
+#     (default: build, 3, P1, rocketmq; HEADER json sends the queries with JSON headers in
+#     fastjson's form, the Java client's default)
 # Prints "instructions/request N" and leaves callgrind.out and the annotation in $out (a temp dir).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
 secs=${2:-3}
 profile=${3:-P1}
+header=${4:-rocketmq}
 case $profile in
 P1) sim_data=(-b 10 -t 100) load=(-c 16 -d 1 --brokers 10 --topics 100) warm=2 ;;
 P2) sim_data=(-b 10 -t 0 -s 10000) load=(-c 256 -d 1 --shared 10000) warm=5 ;;
@@ -39,7 +42,7 @@ done
 pids+=("$!")
 for _ in $(seq 3000); do grep -q 'ready ok=' "$out/sim.out" 2>/dev/null && break; sleep 0.1; done
 grep -q 'ready ok=.*failed=0' "$out/sim.out" || { echo "registration failed: $(cat "$out/sim.out")" >&2; exit 1; }
-"$build/src/tools/nsrv-bench" -a "127.0.0.1:$port" -s $((secs + 30)) "${load[@]}" \
+"$build/src/tools/nsrv-bench" -a "127.0.0.1:$port" -s $((secs + 30)) "${load[@]}" --header "$header" \
   >"$out/bench.out" 2>&1 &
 pids+=("$!")
 sleep "$warm"

@@ -47,8 +47,8 @@ def _node(nsrvd_factory, connect, **props):
     return srv, port
 
 
-def _binary(connect, srv) -> NamesrvClient:
-    return NamesrvClient(connect(srv, serialize_type=SerializeType.ROCKETMQ))
+def _client(connect, srv, st=SerializeType.ROCKETMQ) -> NamesrvClient:
+    return NamesrvClient(connect(srv, serialize_type=st))
 
 
 def _same_reply(a, b):
@@ -63,9 +63,10 @@ def _same_reply(a, b):
     )
 
 
-def test_binary_route_queries_take_the_fast_path(nsrvd_factory, connect):
+@pytest.mark.parametrize("st", [SerializeType.ROCKETMQ, SerializeType.JSON], ids=["binary", "json"])
+def test_route_queries_take_the_fast_path(nsrvd_factory, connect, st):
     srv, port = _node(nsrvd_factory, connect)
-    ns = _binary(connect, srv)
+    ns = _client(connect, srv, st)
     before = _route_counts(_metrics(port))
     replies = [ns.get_route(t.topic_name, opaque=7) for t in TOPICS for _ in range(5)]
     assert all(r.code == ResponseCode.SUCCESS and r.opaque == 7 for r in replies)
@@ -75,6 +76,8 @@ def test_binary_route_queries_take_the_fast_path(nsrvd_factory, connect):
 
     # The same query with a field the fast path leaves alone takes the generic path and
     # gets the same reply; so does an older client's (the other JSON form of the body).
+    # The reply mirrors the request's header type either way.
+    assert replies[0].serialize_type == st
     generic = ns.get_route("TopicTest", {"unusedField": "x"}, opaque=7)
     _same_reply(generic, replies[0])
     for version in (317, 401):
@@ -88,7 +91,7 @@ def test_binary_route_queries_take_the_fast_path(nsrvd_factory, connect):
 def test_generic_path_for_a_missing_topic(nsrvd_factory, connect):
     srv, port = _node(nsrvd_factory, connect)
     before = _route_counts(_metrics(port))
-    assert _binary(connect, srv).get_route("NoSuchTopic").code == ResponseCode.TOPIC_NOT_EXIST
+    assert _client(connect, srv).get_route("NoSuchTopic").code == ResponseCode.TOPIC_NOT_EXIST
     after = _route_counts(_metrics(port))
     assert [a - b for a, b in zip(after, before)] == [0, 1, 1, 0, 1, 1], (before, after)
 
@@ -97,7 +100,7 @@ def test_generic_path_for_a_missing_topic(nsrvd_factory, connect):
 def test_restricted_node_takes_the_generic_path(nsrvd_factory, connect, props):
     """A node with an access policy runs every request through the policy's check."""
     srv, port = _node(nsrvd_factory, connect, **props)
-    ns = _binary(connect, srv)
+    ns = _client(connect, srv)
     before = _route_counts(_metrics(port))
     assert all(ns.get_route("TopicTest").code == ResponseCode.SUCCESS for _ in range(3))
     after = _route_counts(_metrics(port))

@@ -62,6 +62,186 @@ static bool read_rocketmq(const uint8_t *h, size_t len, fast_req_t *out) {
     return nsrv_ascii_plain(out->topic, topic_len);
 }
 
+/* A JSON header being read: the bytes left, and the fields seen. */
+typedef struct {
+    const uint8_t *p, *end;
+    unsigned seen; /* a bit per key of json_keys */
+} json_scan_t;
+
+/* The members taken, each at most once, by their exact names (fastjson's, and the Go
+ * client's). */
+enum { J_CODE, J_EXT, J_FLAG, J_LANGUAGE, J_OPAQUE, J_REMARK, J_SERTYPE, J_VERSION, J_KEYS };
+static const struct {
+    const char *name;
+    size_t len;
+} json_keys[J_KEYS] = {
+    [J_CODE] = {"code", 4},
+    [J_EXT] = {"extFields", 9},
+    [J_FLAG] = {"flag", 4},
+    [J_LANGUAGE] = {"language", 8},
+    [J_OPAQUE] = {"opaque", 6},
+    [J_REMARK] = {"remark", 6},
+    [J_SERTYPE] = {"serializeTypeCurrentRPC", 23},
+    [J_VERSION] = {"version", 7},
+};
+
+static bool json_byte(json_scan_t *s, uint8_t c) {
+    if (s->p == s->end || *s->p != c)
+        return false;
+    s->p++;
+    return true;
+}
+
+/* Whether no byte of w is outside 0x20-0x7e or a backslash (the has-less and has-zero
+ * tests are exact as yes/no answers). */
+static inline bool json_word_plain(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t bs = w ^ ('\\' * ones), del = w ^ (0x7f * ones);
+    return !((w & high) | ((w - 0x20 * ones) & ~w & high) | ((bs - ones) & ~bs & high) |
+             ((del - ones) & ~del & high));
+}
+
+/* Whether p[0..n) is printable ASCII without a backslash, a word at a time (the last word
+ * overlapping the ones before it, as nsrv_ascii_plain does). */
+static bool json_span_plain(const uint8_t *p, size_t n) {
+    uint64_t w;
+    if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8) {
+            memcpy(&w, p + i, 8);
+            if (!json_word_plain(w))
+                return false;
+        }
+        memcpy(&w, p + n - 8, 8);
+        return json_word_plain(w);
+    }
+    if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + n - 4, 4);
+        return json_word_plain((uint64_t)a << 32 | b);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < 0x20 || p[i] > 0x7e || p[i] == '\\')
+            return false;
+    return true;
+}
+
+/*
+ * A string without escapes, every byte printable ASCII: what the generic parser reads as
+ * those very bytes. Anything else (an escape, a control or non-ASCII byte) declines.
+ */
+static bool json_plain_str(json_scan_t *s, const uint8_t **str, size_t *len) {
+    if (!json_byte(s, '"'))
+        return false;
+    const uint8_t *close = memchr(s->p, '"', (size_t)(s->end - s->p));
+    if (!close || !json_span_plain(s->p, (size_t)(close - s->p)))
+        return false;
+    *str = s->p;
+    *len = (size_t)(close - s->p);
+    s->p = close + 1;
+    return true;
+}
+
+/* An int32 written plainly: an optional '-', then 1-10 digits without a leading zero, no
+ * fraction or exponent, in range. */
+static bool json_int(json_scan_t *s, int32_t *out) {
+    bool neg = json_byte(s, '-');
+    const uint8_t *start = s->p;
+    int64_t v = 0;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9' && s->p - start < 11)
+        v = v * 10 + (*s->p++ - '0');
+    size_t n = (size_t)(s->p - start);
+    if (n == 0 || n > 10 || (n > 1 && *start == '0') || (neg && v == 0))
+        return false;
+    if (neg)
+        v = -v;
+    if (v < INT32_MIN || v > INT32_MAX)
+        return false;
+    *out = (int32_t)v;
+    return s->p == s->end || (*s->p != '.' && *s->p != 'e' && *s->p != 'E');
+}
+
+/* A member name of json_keys not seen before, and its colon; its index, or -1. The names
+ * are compared in place with their closing quote and colon: no other name is taken. */
+static int json_key(json_scan_t *s) {
+    if (!json_byte(s, '"'))
+        return -1;
+    size_t left = (size_t)(s->end - s->p);
+    for (int k = 0; k < J_KEYS; k++) {
+        size_t n = json_keys[k].len;
+        if (left < n + 2 || s->p[0] != (uint8_t)json_keys[k].name[0] ||
+            memcmp(s->p, json_keys[k].name, n) != 0 || s->p[n] != '"' || s->p[n + 1] != ':')
+            continue;
+        if (s->seen & 1u << k)
+            return -1; /* the generic decoder lets the last one win: not read here */
+        s->seen |= 1u << k;
+        s->p += n + 2;
+        return k;
+    }
+    return -1;
+}
+
+/*
+ * A JSON header (proto/remoting.md §3) h[0..len) of one object without whitespace whose
+ * members, in any order, are: "code":105; "extFields":{"topic":"<topic>"}; and any of
+ * "flag":0, "language":"<any plain string>", "opaque":<int32>, "remark":"",
+ * "serializeTypeCurrentRPC":"<any plain string>", "version":<int32>. That is how the Java
+ * client (fastjson) and the Go client write a route query. The generic decoder reads each
+ * of these as written, takes a missing flag, opaque or version as 0 and ignores the
+ * serialize type's name (the frame's type byte decides), and an empty remark is no remark.
+ */
+static bool read_json(const uint8_t *h, size_t len, fast_req_t *out) {
+    json_scan_t s = {h, h + len, 0};
+    int32_t code = 0, flag = 0;
+    out->version = 0;
+    out->opaque = 0;
+    out->topic = NULL;
+    if (!json_byte(&s, '{'))
+        return false;
+    do {
+        const uint8_t *str;
+        size_t slen;
+        switch (json_key(&s)) {
+        case J_CODE:
+            if (!json_int(&s, &code))
+                return false;
+            break;
+        case J_FLAG:
+            if (!json_int(&s, &flag))
+                return false;
+            break;
+        case J_OPAQUE:
+            if (!json_int(&s, &out->opaque))
+                return false;
+            break;
+        case J_VERSION:
+            if (!json_int(&s, &out->version))
+                return false;
+            break;
+        case J_LANGUAGE:
+        case J_SERTYPE:
+            if (!json_plain_str(&s, &str, &slen))
+                return false;
+            break;
+        case J_REMARK:
+            if (!json_plain_str(&s, &str, &slen) || slen != 0)
+                return false;
+            break;
+        case J_EXT:
+            /* Exactly {"topic":"<topic>"}. */
+            if (!json_byte(&s, '{') || !json_plain_str(&s, &str, &slen) || slen != 5 ||
+                memcmp(str, "topic", 5) != 0 || !json_byte(&s, ':') ||
+                !json_plain_str(&s, &out->topic, &out->topic_len) || !json_byte(&s, '}'))
+                return false;
+            break;
+        default:
+            return false;
+        }
+    } while (json_byte(&s, ','));
+    return json_byte(&s, '}') && s.p == s.end && code == NSRV_REQ_GET_ROUTEINFO_BY_TOPIC &&
+           flag == 0 && out->topic && out->topic_len >= 1 && out->topic_len <= FAST_TOPIC_MAX;
+}
+
 bool nsrv_processor_route_fast(nsrv_processor_t *p, const uint8_t *frame, size_t frame_len,
                                uint64_t now_ms, nsrv_cmd_t *resp) {
     /* The frame's own lengths: N = frame_len - 4, a header with no body after it. */
@@ -72,7 +252,9 @@ bool nsrv_processor_route_fast(nsrv_processor_t *p, const uint8_t *frame, size_t
     if (hdr_len != frame_len - 8)
         return false;
     fast_req_t q;
-    if (word >> 24 != NSRV_SER_ROCKETMQ || !read_rocketmq(frame + 8, hdr_len, &q))
+    uint8_t type = (uint8_t)(word >> 24);
+    if (type == NSRV_SER_ROCKETMQ ? !read_rocketmq(frame + 8, hdr_len, &q)
+                                  : type != NSRV_SER_JSON || !read_json(frame + 8, hdr_len, &q))
         return false;
     /* Not ready, or a policy to apply: the handler's error replies and the policy's
      * checks stay on the generic path. */
@@ -81,7 +263,7 @@ bool nsrv_processor_route_fast(nsrv_processor_t *p, const uint8_t *frame, size_t
     char topic[FAST_TOPIC_MAX + 1];
     memcpy(topic, q.topic, q.topic_len);
     topic[q.topic_len] = '\0';
-    nsrv_cmd_t req = {.opaque = q.opaque, .ser_type = NSRV_SER_ROCKETMQ};
+    nsrv_cmd_t req = {.opaque = q.opaque, .ser_type = type};
     nsrv_proc_init_response(&req, resp);
     return nsrv__proc_route_body(p, topic, q.version >= NSRV_MQ_V4_9_4, NULL, now_ms, resp) == 0;
 }

@@ -51,6 +51,9 @@
 /* The opaque of a ROCKETMQ binary header: after the length, the header-length
  * word, code (2), language (1) and version (2). */
 #define OPAQUE_OFFSET 13
+/* JSON headers (--header json) carry the opaque in decimal: every connection counts from
+ * here, so it is always 10 digits and is rewritten in place like the binary one. */
+#define JSON_OPAQUE_FIRST 1000000000u
 #define MAX_NAMES 64
 
 typedef struct {
@@ -64,6 +67,7 @@ typedef struct {
 typedef struct {
     const char *addr;
     int conns, depth, seconds, warmup, version;
+    bool json;    /* --header json: fastjson's form, as the Java client sends by default */
     int64_t rate; /* 0 = closed loop */
     const char *names[MAX_NAMES];
     int n_names, sim_brokers, sim_topics, shared;
@@ -73,6 +77,7 @@ typedef struct {
 typedef struct {
     bench_opts_t o;
     nsrv_buf_t *reqs;
+    size_t *opaque_at; /* JSON: where each request's opaque digits are */
     uint64_t n_reqs, next_req;
     bench_conn_t *cs;
     nsrv_arena_t arena;
@@ -97,9 +102,16 @@ static uint64_t now_ns(void) {
 }
 
 static int send_request(bench_t *b, bench_conn_t *c, uint64_t due) {
-    nsrv_buf_t *r = &b->reqs[b->next_req++ % b->n_reqs];
+    uint64_t i = b->next_req++ % b->n_reqs;
+    nsrv_buf_t *r = &b->reqs[i];
     uint32_t op = c->next_opaque++;
-    nsrv_buf_put_be32_at(r, OPAQUE_OFFSET, op);
+    if (b->o.json) {
+        char digits[11];
+        snprintf(digits, sizeof digits, "%010" PRIu32, op);
+        memcpy(r->data + b->opaque_at[i], digits, 10);
+    } else {
+        nsrv_buf_put_be32_at(r, OPAQUE_OFFSET, op);
+    }
     c->due_ns[op % SLOTS] = due;
     c->in_flight++;
     /* Requests are tiny next to the socket buffer, and few are in flight. */
@@ -118,6 +130,7 @@ static bool arg_int(const char *v, int *out) {
 static void usage(void) {
     fprintf(stderr, "usage: nsrv-bench -a HOST:PORT [-c CONNS] [-d DEPTH | -r RATE] [-s SECONDS] "
                     "[-w WARMUP_SECONDS] [-v VERSION] [-o RECORD_FILE]\n"
+                    "                  [--header rocketmq|json]\n"
                     "                  (-t TOPIC... | --brokers N --topics M | --shared S)\n");
 }
 
@@ -156,6 +169,8 @@ static bool parse_opts(int argc, char **argv, bench_opts_t *o) {
             ok = nsrv_parse_int(v, strlen(v), 1, 10000000, &o->rate);
         else if (!strcmp(a, "-o"))
             o->record_path = v;
+        else if (!strcmp(a, "--header") && (!strcmp(v, "json") || !strcmp(v, "rocketmq")))
+            o->json = !strcmp(v, "json");
         else if (!strcmp(a, "-t") && o->n_names < MAX_NAMES)
             o->names[o->n_names++] = v;
         else
@@ -177,6 +192,7 @@ static void encode_requests(bench_t *b) {
                 : o->shared ? (uint64_t)o->shared
                             : (uint64_t)o->sim_brokers * (uint64_t)o->sim_topics;
     b->reqs = nsrv_calloc(b->n_reqs, sizeof *b->reqs);
+    b->opaque_at = nsrv_calloc(b->n_reqs, sizeof *b->opaque_at);
     for (uint64_t i = 0; i < b->n_reqs; i++) {
         char name[128];
         if (o->n_names)
@@ -193,8 +209,14 @@ static void encode_requests(bench_t *b) {
                           .has_ext = true,
                           .ext = &ext,
                           .n_ext = 1,
-                          .ser_type = NSRV_SER_ROCKETMQ};
+                          .opaque = o->json ? (int32_t)JSON_OPAQUE_FIRST : 0,
+                          .ser_type = o->json ? NSRV_SER_JSON : NSRV_SER_ROCKETMQ};
         nsrv_cmd_encode(&b->reqs[i], &cmd);
+        if (o->json) {
+            static const char key[] = "\"opaque\":";
+            const char *at = memmem(b->reqs[i].data, b->reqs[i].len, key, sizeof key - 1);
+            b->opaque_at[i] = (size_t)(at - b->reqs[i].data) + sizeof key - 1;
+        }
     }
 }
 
@@ -212,6 +234,7 @@ static int connect_all(bench_t *b, int ep) {
     for (int i = 0; i < b->o.conns; i++) {
         bench_conn_t *c = &b->cs[i];
         c->fd = socket(AF_INET, SOCK_STREAM, 0);
+        c->next_opaque = b->o.json ? JSON_OPAQUE_FIRST : 0;
         int one = 1;
         setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
