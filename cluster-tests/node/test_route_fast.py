@@ -3,13 +3,25 @@ route queries of the common shape are answered without the generic decode, count
 nsrvd_route_fast_total, with the same reply and the same request metrics as the generic
 path; other shapes, a missing topic and a restricted node (ACL) take the generic path."""
 
+import random
+import threading
 import urllib.request
 
 import pytest
 
 from nsrv_check import register_ok
 from nsrvd_proc import free_port, scaled
-from rmq import Broker, Connection, NamesrvClient, RequestCode, ResponseCode, SerializeType, TopicConfig
+from rmq import (
+    Broker,
+    Connection,
+    FrameDecoder,
+    NamesrvClient,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+    TopicConfig,
+    encode_frame,
+)
 
 BROKER = Broker(name="broker-a", addr="127.0.0.1:10911")
 TOPICS = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 8, 8, 6)]
@@ -105,3 +117,70 @@ def test_restricted_node_takes_the_generic_path(nsrvd_factory, connect, props):
     assert all(ns.get_route("TopicTest").code == ResponseCode.SUCCESS for _ in range(3))
     after = _route_counts(_metrics(port))
     assert [a - b for a, b in zip(after, before)] == [0, 3, 3, 3, 0, 3], (before, after)
+
+
+def test_split_and_pipelined_frames(nsrvd_factory, connect):
+    """The connection's side of the fast path: fast and generic queries (both header types,
+    versions on both sides of 4.9.4, a missing topic) interleaved, first cut into random
+    pieces (frames split across reads, kept in the connection's buffer), then 20,000 sent at
+    once without reading (batches cut at their budget, output back-pressure): every reply
+    comes back in request order, and a fast reply is the generic one byte for byte."""
+    srv, port = _node(nsrvd_factory, connect)
+    rnd = random.Random(12)
+
+    def build(c, n):
+        cmds, fast = [], 0
+        for i in range(n):
+            topic = rnd.choice(["TopicTest", "TopicB", "NoSuchTopic"])
+            ext = {"topic": topic}
+            if rnd.random() < 0.3:
+                ext["unusedField"] = "x"  # the generic path
+            elif topic != "NoSuchTopic":
+                fast += 1
+            st = rnd.choice([SerializeType.ROCKETMQ, SerializeType.JSON])
+            version = rnd.choice([317, 401, 453])
+            cmds.append(
+                c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext, version=version, serialize_type=st, opaque=i + 1)
+            )
+        return cmds, fast
+
+    def check(cmds, replies):
+        assert [r.opaque for r in replies] == [c.opaque for c in cmds]
+        seen = {}
+        for c, r in zip(cmds, replies):
+            missing = c.ext["topic"] == "NoSuchTopic"
+            assert r.code == (ResponseCode.TOPIC_NOT_EXIST if missing else ResponseCode.SUCCESS)
+            key = (c.ext["topic"], c.version, c.serialize_type)
+            got = (r.code, r.remark, r.body, r.serialize_type)
+            assert seen.setdefault(key, got) == got, key
+
+    def read_replies(c, n):
+        dec, out = FrameDecoder(), []
+        c.sock.settimeout(scaled(60))
+        while len(out) < n:
+            data = c.sock.recv(1 << 20)
+            assert data, "connection closed"
+            out.extend(dec.feed(data))
+        return out
+
+    before = _metrics(port)
+    c = connect(srv)
+    cmds, fast_split = build(c, 400)
+    data = b"".join(encode_frame(x) for x in cmds)
+    i = 0
+    while i < len(data):
+        n = rnd.randint(1, 200)
+        c.send_raw(data[i : i + n])
+        i += n
+    check(cmds, read_replies(c, len(cmds)))
+
+    c2 = connect(srv)
+    cmds, fast_bulk = build(c2, 20000)
+    sender = threading.Thread(target=c2.sock.sendall, args=(b"".join(encode_frame(x) for x in cmds),))
+    sender.start()
+    replies = read_replies(c2, len(cmds))
+    sender.join(scaled(60))
+    check(cmds, replies)
+    after = _metrics(port)
+    assert after["nsrvd_route_fast_total"] - before["nsrvd_route_fast_total"] == fast_split + fast_bulk
+    assert after["nsrvd_read_batch_yields_total"] > before["nsrvd_read_batch_yields_total"]
