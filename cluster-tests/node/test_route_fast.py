@@ -184,3 +184,27 @@ def test_split_and_pipelined_frames(nsrvd_factory, connect):
     after = _metrics(port)
     assert after["nsrvd_route_fast_total"] - before["nsrvd_route_fast_total"] == fast_split + fast_bulk
     assert after["nsrvd_read_batch_yields_total"] > before["nsrvd_read_batch_yields_total"]
+
+
+@pytest.mark.parametrize("st", [SerializeType.ROCKETMQ, SerializeType.JSON], ids=["binary", "json"])
+def test_route_replies_keep_their_place_behind_deferred_replies(nsrvd_factory, connect, st):
+    """KV writes reply once on disk (a deferred reply); route queries pipelined behind them
+    take the fast path and their replies still wait behind the deferred ones, in request
+    order."""
+    srv, port = _node(nsrvd_factory, connect)
+    c = connect(srv, serialize_type=st, timeout=scaled(30))
+    reqs = []
+    for i in range(50):
+        reqs.append(c.build(RequestCode.PUT_KV_CONFIG, {"namespace": "FP", "key": f"k{i % 5}", "value": f"v{i}"}))
+        for t in TOPICS:
+            reqs.append(c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": t.topic_name}))
+    before = _route_counts(_metrics(port))
+    c.send_many(reqs)
+    got = [c.recv(timeout=scaled(30)) for _ in reqs]
+    assert [r.opaque for r in got] == [q.opaque for q in reqs]
+    for q, r in zip(reqs, got):
+        assert r.code == ResponseCode.SUCCESS, (q, r)
+        if q.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            assert r.body_json()["queueDatas"][0]["brokerName"] == "broker-a"
+    after = _route_counts(_metrics(port))
+    assert [a - b for a, b in zip(after, before)][:4] == [100, 150, 100, 100], (before, after)

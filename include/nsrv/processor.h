@@ -44,21 +44,32 @@ bool nsrv_processor_handle(nsrv_processor_t *p, const nsrv_cmd_t *req, uint64_t 
                            const struct sockaddr *peer, uint64_t now_ms, nsrv_arena_t *arena,
                            nsrv_buf_t *body_out, nsrv_cmd_t *resp);
 
+/* The most bytes of a fast-path reply's head (a JSON header with the longest opaque). */
+#define NSRV_ROUTE_FAST_HEAD_MAX 160
+
+/* A reply of the fast path: resp as the handler would have set it (SUCCESS, the body
+ * borrowed from the route cache), and the bytes nsrv_cmd_encode_head writes for it. */
+typedef struct {
+    nsrv_cmd_t resp;
+    uint8_t head[NSRV_ROUTE_FAST_HEAD_MAX];
+    size_t head_len;
+} nsrv_route_fast_reply_t;
+
 /*
  * GET_ROUTEINFO_BY_TOPIC's fast path (proc_route_fast.c). Nearly all of a
  * NameServer's load is this one request, sent by clients in one shape: a
  * frame (length prefix included, as nsrv_frame_peek found it) of exactly that
- * shape is read in place and answered as nsrv_cmd_decode and
- * nsrv_processor_handle would answer it on the same state: *resp gets the same
- * SUCCESS reply (body borrowed from the route cache, as the handler's). Returns
- * false for every other frame, and for a topic the table lacks (its error
- * reply stays generic): the caller then takes the generic path, and nothing
- * has changed but the route table's expiry pass at now_ms, which that path
- * runs first anyway. The caller counts the request and sends the reply as it
- * does a handled one.
+ * shape is read in place and answered as nsrv_cmd_decode, nsrv_processor_handle
+ * and nsrv_cmd_encode would answer it on the same state: out gets the same
+ * SUCCESS reply, its head written from a template the generic encoder made.
+ * Returns false for every other frame, and for a topic the table lacks (its
+ * error reply stays generic): the caller then takes the generic path, and
+ * nothing has changed but the route table's expiry pass at now_ms, which that
+ * path runs first anyway. The caller counts the request and sends the reply as
+ * it does a handled one.
  */
 bool nsrv_processor_route_fast(nsrv_processor_t *p, const uint8_t *frame, size_t frame_len,
-                               uint64_t now_ms, nsrv_cmd_t *resp);
+                               uint64_t now_ms, nsrv_route_fast_reply_t *out);
 
 /*
  * The part of a request's work that reads no shared state, done ahead of

@@ -7,6 +7,15 @@
 #include "nsrv/processor.h"
 #include "nsrv/remoting.h"
 
+/* A route query's SUCCESS reply head as the generic encoder writes it for an opaque of
+ * ROUTE_FAST_OPAQUE, with where that opaque is, so that the fast path writes the head of
+ * another opaque by copying around it (proc_route_fast.c). len 0: not usable. */
+typedef struct {
+    uint8_t bytes[NSRV_ROUTE_FAST_HEAD_MAX];
+    size_t len;
+    size_t opaque_at, opaque_len; /* the opaque's bytes: 4 big-endian, or decimal digits */
+} nsrv_route_fast_tmpl_t;
+
 struct nsrv_processor {
     struct nsrv_config *cfg;
     nsrv_route_t *rt;
@@ -18,6 +27,8 @@ struct nsrv_processor {
     nsrv_reply_host_t replies;   /* deferred replies (server) */
     nsrv_durable_host_t durable; /* durable writes off the loop (server) */
     nsrv_acl_t *acl;             /* owned; NULL: nothing restricted */
+    /* The fast path's reply heads, by serialize type (proc_route_fast.c). */
+    nsrv_route_fast_tmpl_t route_fast_tmpl[2];
 };
 
 /* Everything one handler needs for one request. */
@@ -91,6 +102,9 @@ bool nsrv__proc_route_ready(const nsrv_processor_t *p, uint64_t now_ms);
  * zone filter); 0, or -ENOENT (resp unchanged) when the table has no such topic. */
 int nsrv__proc_route_body(nsrv_processor_t *p, const char *topic, bool standard, const char *zone,
                           uint64_t now_ms, nsrv_cmd_t *resp);
+
+/* Makes the fast path's reply templates (at creation). */
+void nsrv__proc_route_fast_init(nsrv_processor_t *p);
 
 /* A SUCCESS response to req, mirroring its opaque and serialize type. */
 void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp);

@@ -242,8 +242,78 @@ static bool read_json(const uint8_t *h, size_t len, fast_req_t *out) {
            flag == 0 && out->topic && out->topic_len >= 1 && out->topic_len <= FAST_TOPIC_MAX;
 }
 
+/* The opaque the templates are made with: ten decimal digits, and four bytes no other field
+ * of a reply head holds. */
+#define ROUTE_FAST_OPAQUE 1234567890
+
+void nsrv__proc_route_fast_init(nsrv_processor_t *p) {
+    for (uint8_t type = NSRV_SER_JSON; type <= NSRV_SER_ROCKETMQ; type++) {
+        nsrv_route_fast_tmpl_t *t = &p->route_fast_tmpl[type];
+        nsrv_cmd_t req = {.opaque = ROUTE_FAST_OPAQUE, .ser_type = type}, resp;
+        nsrv_proc_init_response(&req, &resp);
+        nsrv_buf_t b = NSRV_BUF_INIT;
+        nsrv_cmd_encode_head(&b, &resp);
+        uint8_t be[4];
+        char dec[16];
+        const void *key = be;
+        size_t key_len = sizeof be;
+        if (type == NSRV_SER_ROCKETMQ) {
+            nsrv_store_be32(be, ROUTE_FAST_OPAQUE);
+        } else {
+            key_len = (size_t)snprintf(dec, sizeof dec, "%d", ROUTE_FAST_OPAQUE);
+            key = dec;
+        }
+        const uint8_t *at = b.len <= sizeof t->bytes ? memmem(b.data, b.len, key, key_len) : NULL;
+        t->len = 0; /* the fast path declines this type */
+        if (at) {
+            memcpy(t->bytes, b.data, b.len);
+            t->len = b.len;
+            t->opaque_at = (size_t)(at - (const uint8_t *)b.data);
+            t->opaque_len = key_len;
+        }
+        nsrv_buf_deinit(&b);
+    }
+}
+
+/* Writes v in decimal at w; returns the digits written. */
+static size_t put_decimal(uint8_t *w, int32_t v) {
+    char tmp[12];
+    size_t i = sizeof tmp;
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--i] = '-';
+    memcpy(w, tmp + i, sizeof tmp - i);
+    return sizeof tmp - i;
+}
+
+/* The reply head for opaque and a body of body_len bytes, from the type's template: the
+ * template's bytes around its opaque, then the frame and header lengths set. */
+static void write_head(const nsrv_route_fast_tmpl_t *t, uint8_t type, int32_t opaque,
+                       size_t body_len, nsrv_route_fast_reply_t *out) {
+    uint8_t *w = out->head;
+    memcpy(w, t->bytes, t->opaque_at);
+    w += t->opaque_at;
+    if (type == NSRV_SER_ROCKETMQ) {
+        nsrv_store_be32(w, (uint32_t)opaque);
+        w += 4;
+    } else {
+        w += put_decimal(w, opaque);
+    }
+    size_t after = t->opaque_at + t->opaque_len;
+    memcpy(w, t->bytes + after, t->len - after);
+    w += t->len - after;
+    size_t n = (size_t)(w - out->head);
+    out->head_len = n;
+    nsrv_store_be32(out->head, (uint32_t)(n - 4 + body_len));
+    nsrv_store_be32(out->head + 4, (uint32_t)type << 24 | (uint32_t)(n - 8));
+}
+
 bool nsrv_processor_route_fast(nsrv_processor_t *p, const uint8_t *frame, size_t frame_len,
-                               uint64_t now_ms, nsrv_cmd_t *resp) {
+                               uint64_t now_ms, nsrv_route_fast_reply_t *out) {
     /* The frame's own lengths: N = frame_len - 4, a header with no body after it. */
     if (frame_len < 8 || nsrv_load_be32(frame) != frame_len - 4)
         return false;
@@ -256,14 +326,18 @@ bool nsrv_processor_route_fast(nsrv_processor_t *p, const uint8_t *frame, size_t
     if (type == NSRV_SER_ROCKETMQ ? !read_rocketmq(frame + 8, hdr_len, &q)
                                   : type != NSRV_SER_JSON || !read_json(frame + 8, hdr_len, &q))
         return false;
+    const nsrv_route_fast_tmpl_t *t = &p->route_fast_tmpl[type];
     /* Not ready, or a policy to apply: the handler's error replies and the policy's
      * checks stay on the generic path. */
-    if (!nsrv__proc_route_ready(p, now_ms) || !nsrv_acl_is_open(p->acl))
+    if (!t->len || !nsrv__proc_route_ready(p, now_ms) || !nsrv_acl_is_open(p->acl))
         return false;
     char topic[FAST_TOPIC_MAX + 1];
     memcpy(topic, q.topic, q.topic_len);
     topic[q.topic_len] = '\0';
     nsrv_cmd_t req = {.opaque = q.opaque, .ser_type = type};
-    nsrv_proc_init_response(&req, resp);
-    return nsrv__proc_route_body(p, topic, q.version >= NSRV_MQ_V4_9_4, NULL, now_ms, resp) == 0;
+    nsrv_proc_init_response(&req, &out->resp);
+    if (nsrv__proc_route_body(p, topic, q.version >= NSRV_MQ_V4_9_4, NULL, now_ms, &out->resp) != 0)
+        return false;
+    write_head(t, type, q.opaque, out->resp.body_len, out);
+    return true;
 }

@@ -27,6 +27,7 @@ nsrv_processor_t *nsrv_processor_create(struct nsrv_config *cfg, nsrv_route_t *r
     p->kv = kv;
     p->start_ms = start_ms;
     nsrv__processor_apply_route_opts(p);
+    nsrv__proc_route_fast_init(p);
     return p;
 }
 

@@ -259,12 +259,15 @@ static void flush_out(nsrv_conn_t *c) {
 }
 
 /* Appends a reply: to srv->out (sent at the end of the batch), or behind the
- * connection's last deferred reply while one waits. */
-static void append_reply(nsrv_conn_t *c, const nsrv_cmd_t *resp) {
+ * connection's last deferred reply while one waits. head: its bytes up to the body, already
+ * encoded (the route query's fast path), or NULL; behind a deferred reply the whole reply is
+ * encoded into the slot's queue as any other. */
+static void append_reply(nsrv_conn_t *c, const nsrv_cmd_t *resp, const void *head,
+                         size_t head_len) {
     if (!c->slots_tail) {
-        if (!nsrv__out_add(&c->srv->out, resp)) {
+        if (!nsrv__out_add_head(&c->srv->out, resp, head, head_len)) {
             flush_out(c);
-            nsrv__out_add(&c->srv->out, resp);
+            nsrv__out_add_head(&c->srv->out, resp, head, head_len);
         }
         return;
     }
@@ -289,10 +292,11 @@ static int request_started(nsrv_conn_t *c, int32_t code) {
     return slot;
 }
 
-/* Queues a request's reply and records its latency; returns when it ended. */
-static uint64_t request_replied(nsrv_conn_t *c, int slot, const nsrv_cmd_t *resp,
-                                uint64_t start_ns) {
-    append_reply(c, resp);
+/* Queues a request's reply (head as append_reply) and records its latency; returns when
+ * it ended. */
+static uint64_t request_replied(nsrv_conn_t *c, int slot, const nsrv_cmd_t *resp, const void *head,
+                                size_t head_len, uint64_t start_ns) {
+    append_reply(c, resp, head, head_len);
     uint64_t end_ns = nsrv_now_mono_ns();
     nsrv__metrics_reply(&c->srv->reqm, slot, true, resp->code, start_ns, end_ns);
     return end_ns;
@@ -322,7 +326,7 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_pre
     if (deferred)
         return nsrv_now_mono_ns();
     if (!oneway)
-        return request_replied(c, slot, &resp, start_ns);
+        return request_replied(c, slot, &resp, NULL, 0, start_ns);
     uint64_t end_ns = nsrv_now_mono_ns();
     nsrv__metrics_reply(&srv->reqm, slot, false, 0, start_ns, end_ns);
     return end_ns;
@@ -337,12 +341,12 @@ static uint64_t run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_pre
 static bool run_route_fast(nsrv_conn_t *c, const uint8_t *frame, size_t frame_len,
                            uint64_t *now_ns) {
     nsrv_server_t *srv = c->srv;
-    nsrv_cmd_t resp;
-    if (!nsrv_processor_route_fast(srv->proc, frame, frame_len, nsrv_mono_ns_to_ms(*now_ns), &resp))
+    nsrv_route_fast_reply_t r;
+    if (!nsrv_processor_route_fast(srv->proc, frame, frame_len, nsrv_mono_ns_to_ms(*now_ns), &r))
         return false;
     srv->route_fast_total++;
     int slot = request_started(c, NSRV_REQ_GET_ROUTEINFO_BY_TOPIC);
-    *now_ns = request_replied(c, slot, &resp, *now_ns);
+    *now_ns = request_replied(c, slot, &r.resp, r.head, r.head_len, *now_ns);
     return true;
 }
 

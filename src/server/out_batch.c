@@ -25,14 +25,25 @@ static void cover_bytes(nsrv_out_batch_t *b, size_t from) {
 }
 
 bool nsrv__out_add(nsrv_out_batch_t *b, const nsrv_cmd_t *resp) {
+    return nsrv__out_add_head(b, resp, NULL, 0);
+}
+
+bool nsrv__out_add_head(nsrv_out_batch_t *b, const nsrv_cmd_t *resp, const void *head,
+                        size_t head_len) {
     bool share = resp->body_rc && resp->body_len >= NSRV_OUT_SHARE_MIN;
     /* At most two new segments: the head (or whole frame) and the shared body. */
     if (b->n_segs + 2 > NSRV_OUT_MAX_SEGS)
         return false;
     size_t from = b->bytes.len;
-    int rc = share ? nsrv_cmd_encode_head(&b->bytes, resp) : nsrv_cmd_encode(&b->bytes, resp);
-    if (rc != 0)
-        return true; /* too big to encode: no reply, as before batching */
+    if (head) {
+        nsrv_buf_append(&b->bytes, head, head_len);
+        if (!share && resp->body_len)
+            nsrv_buf_append(&b->bytes, resp->body, resp->body_len);
+    } else {
+        int rc = share ? nsrv_cmd_encode_head(&b->bytes, resp) : nsrv_cmd_encode(&b->bytes, resp);
+        if (rc != 0)
+            return true; /* too big to encode: no reply, as before batching */
+    }
     cover_bytes(b, from);
     if (share) {
         const char *p = (const char *)resp->body;

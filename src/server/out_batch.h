@@ -36,6 +36,10 @@ void nsrv__out_deinit(nsrv_out_batch_t *b);
 /* Appends a reply frame. Returns false when the batch is full (nothing appended):
  * send it, reset it and add again. */
 bool nsrv__out_add(nsrv_out_batch_t *b, const nsrv_cmd_t *resp);
+/* nsrv__out_add with the frame's bytes up to the body already encoded (head: what
+ * nsrv_cmd_encode_head writes for resp; NULL: encode them here). */
+bool nsrv__out_add_head(nsrv_out_batch_t *b, const nsrv_cmd_t *resp, const void *head,
+                        size_t head_len);
 /* Fills iov (NSRV_OUT_MAX_SEGS entries) with the batch in order; returns the count.
  * Valid until the batch changes. */
 unsigned nsrv__out_iov(const nsrv_out_batch_t *b, uv_buf_t *iov);

@@ -171,9 +171,9 @@ static inline bool rf_stats_equal(const rf_pair_t *pr) {
 
 /* Runs frame[0..len) (a whole frame, length prefix included) through both paths. */
 static inline rf_result_t rf_run(rf_pair_t *pr, const uint8_t *frame, size_t len) {
-    nsrv_cmd_t resp;
+    nsrv_route_fast_reply_t r;
     bool gen_reply = rf_generic(&pr->gen, frame, len, pr->now_ms);
-    bool answered = nsrv_processor_route_fast(pr->fast.p, frame, len, pr->now_ms, &resp);
+    bool answered = nsrv_processor_route_fast(pr->fast.p, frame, len, pr->now_ms, &r);
     if (!answered) {
         rf_generic(&pr->fast, frame, len, pr->now_ms); /* the tables stay alike */
         if (!rf_stats_equal(pr)) {
@@ -182,8 +182,16 @@ static inline rf_result_t rf_run(rf_pair_t *pr, const uint8_t *frame, size_t len
         }
         return RF_DECLINED;
     }
+    /* What the server sends: the head, then the body (src/server/out_batch.c). */
     nsrv_buf_reset(&pr->fast.out);
-    nsrv_cmd_encode(&pr->fast.out, &resp);
+    nsrv_buf_append(&pr->fast.out, r.head, r.head_len);
+    nsrv_buf_append(&pr->fast.out, r.resp.body, r.resp.body_len);
+    /* And the reply as the generic encoder writes it from the fast path's nsrv_cmd_t. */
+    nsrv_buf_t whole = NSRV_BUF_INIT;
+    nsrv_cmd_encode(&whole, &r.resp);
+    bool same_cmd =
+        whole.len == pr->fast.out.len && memcmp(whole.data, pr->fast.out.data, whole.len) == 0;
+    nsrv_buf_deinit(&whole);
     if (!gen_reply) {
         snprintf(pr->why, sizeof pr->why,
                  "the fast path answered a frame the generic one does not");
@@ -193,6 +201,10 @@ static inline rf_result_t rf_run(rf_pair_t *pr, const uint8_t *frame, size_t len
         memcmp(pr->fast.out.data, pr->gen.out.data, pr->gen.out.len) != 0) {
         snprintf(pr->why, sizeof pr->why, "reply bytes differ (%zu fast, %zu generic)",
                  pr->fast.out.len, pr->gen.out.len);
+        return RF_MISMATCH;
+    }
+    if (!same_cmd || r.resp.code != NSRV_RESP_SUCCESS) {
+        snprintf(pr->why, sizeof pr->why, "the fast path's reply command is not its bytes");
         return RF_MISMATCH;
     }
     if (!rf_stats_equal(pr)) {
