@@ -263,7 +263,11 @@ void nsrv__proc_route_fast_init(nsrv_processor_t *p) {
             key_len = (size_t)snprintf(dec, sizeof dec, "%d", ROUTE_FAST_OPAQUE);
             key = dec;
         }
-        const uint8_t *at = b.len <= sizeof t->bytes ? memmem(b.data, b.len, key, key_len) : NULL;
+        /* A reply's head may be one byte longer than the template's: "-2147483648" has one
+         * character more than ROUTE_FAST_OPAQUE's ten digits (write_head). */
+        const uint8_t *at = b.len < NSRV_ROUTE_FAST_HEAD_MAX && b.len <= sizeof t->bytes
+                                ? memmem(b.data, b.len, key, key_len)
+                                : NULL;
         t->len = 0; /* the fast path declines this type */
         if (at) {
             memcpy(t->bytes, b.data, b.len);
