@@ -62,3 +62,16 @@ def scrape(port: int, timeout: float = 10.0) -> Samples:
         text = r.read().decode()
     promtool_check(text)
     return parse(text)
+
+
+def samples_by_line(port: int, timeout: float = 10.0) -> Dict[str, float]:
+    """The samples keyed by their text as written (``name{labels}``), without promtool: for
+    tests that only compare counters before and after an action."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as r:
+        text = r.read().decode()
+    out = {}
+    for ln in text.splitlines():
+        if ln and not ln.startswith("#") and " " in ln:
+            k, v = ln.split(" ", 1)
+            out[k] = float(v)
+    return out

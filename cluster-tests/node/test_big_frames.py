@@ -13,12 +13,12 @@ first must hold the loop a fraction of the time the second does, and under an ab
 """
 
 import signal
-import urllib.request
 
 import pytest
 
 from nsrv_check import register_ok
 from nsrvd_proc import free_port, scaled
+from promtext import samples_by_line
 from rmq import (Broker, DataVersion, NamesrvClient, RequestCode, TopicConfig, register_broker_body_json,
                  register_broker_ext)
 
@@ -35,14 +35,7 @@ OFFLOAD_FRACTION = 1 / 3
 
 
 def _metrics(port: int) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=scaled(5)) as r:
-        text = r.read().decode()
-    out = {}
-    for ln in text.splitlines():
-        if ln and not ln.startswith("#") and " " in ln:
-            k, v = ln.split(" ", 1)
-            out[k] = float(v)
-    return out
+    return samples_by_line(port, timeout=scaled(5))
 
 
 def _server(nsrvd_factory, worker_bytes):

@@ -5,12 +5,12 @@ path; other shapes, a missing topic and a restricted node (ACL) take the generic
 
 import random
 import threading
-import urllib.request
 
 import pytest
 
 from nsrv_check import register_ok
 from nsrvd_proc import free_port, scaled
+from promtext import samples_by_line
 from rmq import (
     Broker,
     Connection,
@@ -29,14 +29,7 @@ ROUTE = 'request="GET_ROUTEINFO_BY_TOPIC"'
 
 
 def _metrics(port: int) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=scaled(5)) as r:
-        text = r.read().decode()
-    out = {}
-    for ln in text.splitlines():
-        if ln and not ln.startswith("#") and " " in ln:
-            k, v = ln.split(" ", 1)
-            out[k] = float(v)
-    return out
+    return samples_by_line(port, timeout=scaled(5))
 
 
 def _route_counts(m: dict) -> tuple:

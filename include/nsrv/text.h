@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /*
  * Java's Long.parseLong of s[0..len): an optional '+' or '-', then one or
@@ -41,3 +42,23 @@ bool nsrv_is_blank(const char *s, size_t len);
 
 /* The same for a NUL-terminated string; NULL is blank (Java StringUtils.isBlank). */
 bool nsrv_is_blank_c(const char *s);
+
+/* The most characters nsrv_fmt_i32 writes ("-2147483648"). */
+#define NSRV_I32_DEC_MAX 11
+
+/* Writes v in decimal at dst (room for NSRV_I32_DEC_MAX, no NUL); returns the characters
+ * written. Inline and without snprintf: reply headers carry several ints each, on every
+ * response (hdr_json.c, the route fast path's heads). */
+static inline size_t nsrv_fmt_i32(char *dst, int32_t v) {
+    char tmp[NSRV_I32_DEC_MAX];
+    size_t i = sizeof tmp;
+    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+    do {
+        tmp[--i] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--i] = '-';
+    memcpy(dst, tmp + i, sizeof tmp - i);
+    return sizeof tmp - i;
+}

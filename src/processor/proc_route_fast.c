@@ -13,6 +13,7 @@
  * the two paths' replies. Parses untrusted input.
  */
 #include "nsrv/acl.h"
+#include "nsrv/text.h"
 #include "nsrv/utf8.h"
 #include "proc_int.h"
 
@@ -101,29 +102,9 @@ static inline bool json_word_plain(uint64_t w) {
              ((del - ones) & ~del & high));
 }
 
-/* Whether p[0..n) is printable ASCII without a backslash, a word at a time (the last word
- * overlapping the ones before it, as nsrv_ascii_plain does). */
+/* Whether p[0..n) is printable ASCII without a backslash, a word at a time. */
 static bool json_span_plain(const uint8_t *p, size_t n) {
-    uint64_t w;
-    if (n >= 8) {
-        for (size_t i = 0; i + 8 < n; i += 8) {
-            memcpy(&w, p + i, 8);
-            if (!json_word_plain(w))
-                return false;
-        }
-        memcpy(&w, p + n - 8, 8);
-        return json_word_plain(w);
-    }
-    if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, p, 4);
-        memcpy(&b, p + n - 4, 4);
-        return json_word_plain((uint64_t)a << 32 | b);
-    }
-    for (size_t i = 0; i < n; i++)
-        if (p[i] < 0x20 || p[i] > 0x7e || p[i] == '\\')
-            return false;
-    return true;
+    return nsrv__words_all(p, n, json_word_plain);
 }
 
 /*
@@ -279,21 +260,6 @@ void nsrv__proc_route_fast_init(nsrv_processor_t *p) {
     }
 }
 
-/* Writes v in decimal at w; returns the digits written. */
-static size_t put_decimal(uint8_t *w, int32_t v) {
-    char tmp[12];
-    size_t i = sizeof tmp;
-    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--i] = '-';
-    memcpy(w, tmp + i, sizeof tmp - i);
-    return sizeof tmp - i;
-}
-
 /* The reply head for opaque and a body of body_len bytes, from the type's template: the
  * template's bytes around its opaque, then the frame and header lengths set. */
 static void write_head(const nsrv_route_fast_tmpl_t *t, uint8_t type, int32_t opaque,
@@ -305,7 +271,7 @@ static void write_head(const nsrv_route_fast_tmpl_t *t, uint8_t type, int32_t op
         nsrv_store_be32(w, (uint32_t)opaque);
         w += 4;
     } else {
-        w += put_decimal(w, opaque);
+        w += nsrv_fmt_i32((char *)w, opaque);
     }
     size_t after = t->opaque_at + t->opaque_len;
     memcpy(w, t->bytes + after, t->len - after);

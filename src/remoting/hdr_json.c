@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nsrv/json.h"
+#include "nsrv/text.h"
 #include "remoting_int.h"
 
 typedef enum {
@@ -214,20 +215,12 @@ int nsrv__hdr_json_decode(const uint8_t *p, size_t len, nsrv_arena_t *arena, nsr
     return 0;
 }
 
-/* Appends name_colon then v in decimal. Hand-rolled because snprintf was
- * most of the encode cost: four ints per header, on every response. */
+/* Appends name_colon then v in decimal (snprintf was most of the encode cost: four ints
+ * per header, on every response). */
 static void put_int_member(nsrv_buf_t *out, const char *name_colon, int32_t v) {
-    char tmp[12];
-    size_t i = sizeof tmp;
-    uint32_t u = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--i] = '-';
+    char tmp[NSRV_I32_DEC_MAX];
     nsrv_buf_append_c(out, name_colon);
-    nsrv_buf_append(out, tmp + i, sizeof tmp - i);
+    nsrv_buf_append(out, tmp, nsrv_fmt_i32(tmp, v));
 }
 
 void nsrv__hdr_json_encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd) {
