@@ -227,6 +227,13 @@ def profiles(smoke: bool, fixed_rate: int) -> List[Profile]:
         ps.append(Profile(f"GROW-{n // 1000}k", f"Cost growth: 10 brokers x {n // 10:,} topics ({n:,}), 16x8",
                           "growth", ["-b", "10", "-t", str(n // 10)],
                           ["-c", "16", "-d", "8", "--brokers", "10", "--topics", str(n // 10)]))
+    # The same curve in brokers: 10 (GROW-1k), 100 and 1,000 brokers of 100 topics each, the
+    # fleet registering over a ramp of 10 ms a broker as in MEM-1000x100.
+    for nb in ([100] if smoke else [100, 1000]):
+        ps.append(Profile(f"GROWB-{nb // 10}k", f"Cost growth in brokers: {nb:,} brokers x 100 topics ({nb * 100:,}), "
+                          "16x8", "growth",
+                          ["-b", str(nb), "-t", "100", "--ramp", str(10 * nb), "--req-timeout-ms", "120000"],
+                          ["-c", "16", "-d", "8", "--brokers", str(nb), "--topics", "100"]))
     return ps
 
 

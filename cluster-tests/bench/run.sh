@@ -7,7 +7,7 @@
 #     --java   resolve the Java NameServer 5.3.3 from Maven Central (cluster-tests/compat/prepare-peers.sh,
 #              cached) and measure it
 #     --rust   build rocketmq-rust's rocketmq-namesrv 1.0.0 with cargo (cached) and measure it
-#     --repeat N  rounds of the throughput profiles (P1, P1b, P2, GROW-*), nsrvd and the ceiling
+#     --repeat N  rounds of the throughput profiles (P1, P1b, P2, GROW-*, GROWB-*), nsrvd and the ceiling
 #              run in turn in each (bench.py --repeat); default 5, 1 with --smoke
 #     --smoke  a few seconds per server: checks the harness, not timings (CI); nsrvd and the
 #              ceiling only, unless --java / --rust are given too (so the stage's test ids never
