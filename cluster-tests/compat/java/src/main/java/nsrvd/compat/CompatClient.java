@@ -134,9 +134,7 @@ public final class CompatClient {
         p.setSendMsgTimeout(num(opt, "send-timeout", 6000));
         p.setRetryTimesWhenSendFailed(2);
         p.setPollNameServerInterval(num(opt, "poll", 30000));
-        if (opt.containsKey("api-timeout")) {
-            p.setMqClientApiTimeout(num(opt, "api-timeout", 3000));
-        }
+        p.setMqClientApiTimeout(num(opt, "api-timeout", p.getMqClientApiTimeout()));
         p.start();
         return p;
     }
