@@ -7,7 +7,7 @@ matrix shows a broker heard by every node as ``direct`` in every column and a br
 node 1 only as ``direct`` there and ``peer:1`` on nodes 2 and 3.
 
 With NSRV_PAGE_SCREENSHOT=FILE.png the test also writes a screenshot (docker/cluster-page.png
-in the README comes from it).
+in docs/design/observability.md comes from it).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Big frames off the event loop (README "Big frames off the event loop").
+"""Big frames off the event loop (docs/design/persistence.md "Big frames off the event loop").
 
 A frame of bigFrameWorkerBytes (64 KiB) or more is decoded on a worker thread: the request
 header (a 4 MiB KV value is parsed, unescaped, UTF-8 checked and copied), a REGISTER_BROKER

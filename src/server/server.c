@@ -74,7 +74,7 @@ static void deadline_cb(uv_timer_t *t) {
  * channel open until it has processed our FIN (on a loaded machine, tens of ms), writes,
  * and that request fails. A client that asks within this window is answered and its
  * connection closed right behind the reply instead, so it sees the close before it can
- * ask again (README "Graceful shutdown"). */
+ * ask again (docs/compatibility.md, "Graceful shutdown"). */
 #define SHUTDOWN_IDLE_GRACE_MS 250
 
 static void idle_grace_cb(uv_timer_t *t) {
