@@ -1,4 +1,4 @@
-"""The cluster page (GET / on the status port, project issue 8 part 3) in a real browser.
+"""The cluster page (GET / on the status port) in a real browser.
 
 Debian's headless Chromium loads node 1's page against a running 3-node cluster and the test
 reads the rendered DOM as a person reads the page: the title names the node, the peers table
