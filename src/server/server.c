@@ -5,8 +5,9 @@
  *
  * Shutdown (SIGTERM/SIGINT): stop accepting; keep serving connections until
  * each has no partial request buffered, nothing unread in the kernel and
- * every reply written, then close it. New requests from clients newer than
- * 5.3.1 get GO_AWAY meanwhile, so they move to another NameServer. The loop
+ * every reply written, then close it. Requests that arrive meanwhile are
+ * answered, never with GO_AWAY: a 5.3.x client would retry at the closed
+ * listener (conn.c request_started). The loop
  * ends when the last connection is closed, or at shutdownWaitTimeSeconds
  * when the stragglers are closed by force. A second signal exits at once.
  */
