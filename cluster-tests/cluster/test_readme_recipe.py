@@ -115,7 +115,7 @@ def test_three_nodes_on_one_host_as_written(tmp_path, nsrvd_bin, sim_factory):
         r = subprocess.run(["bash", "-e", "-c", script], cwd=root, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=scaled(60))
-        out = r.stdout.decode(errors="replace")
+        out = r.stdout.decode(errors="replace") + node_logs(tmp)
         assert cwd_file.exists(), f"the recipe stopped early (exit {r.returncode}):\n{out}"
         demo = Path(cwd_file.read_text().strip())
         assert r.returncode == 0, f"the recipe failed (exit {r.returncode}):\n{out}"
@@ -160,6 +160,15 @@ def test_three_nodes_on_one_host_as_written(tmp_path, nsrvd_bin, sim_factory):
                 continue
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def node_logs(tmp: Path) -> str:
+    """The end of every node log the recipe wrote, for a failure's message."""
+    parts = []
+    for log in sorted(tmp.rglob("node*.log")):
+        lines = log.read_text(errors="replace").splitlines()[-8:]
+        parts.append(f"--- {log.name}:\n" + "\n".join(lines))
+    return "\n" + "\n".join(parts)
 
 
 def eventually(pred, timeout: float) -> bool:
