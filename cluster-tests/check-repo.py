@@ -14,7 +14,10 @@ Reads every tracked text file and reports, one line each, and exits 1 when any:
    numbered headings, where it refers to that document itself;
 3. holds an absolute path of a particular machine (a directory of this workplace, root's home or a
    user's home; the exact pattern is MACHINE_PATH below):
-   paths are derived from the repository root instead.
+   paths are derived from the repository root instead;
+4. refers to a project issue by number ("issue 12", "issue-7", "issues 4 and 8"): the issue
+   tracker is not part of the repository, so the text names what it means (the target, the
+   feature, the document) instead.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ DOC_CITE = re.compile(
 MORE = re.compile(r"(" + NUM + r")")
 ANY_SECTION = re.compile(SECTION + r" ?(" + NUM + r")")
 ISSUE_CITE = re.compile(r"\bissue\s+\d+\s+" + SECTION + r" ?" + NUM, re.I)
+ISSUE_NUMBER = re.compile(r"\bissues?[ \t-]#?\d+", re.I)
 HEADING = re.compile(r"^#{1,6}[ \t]+(" + NUM + r")\.?[ \t]", re.M)
 
 
@@ -157,9 +161,11 @@ def check(root: Path) -> tuple[int, list[str]]:
             for n in nums:
                 if n not in sections[target]:
                     report(f, text, m.start(), "cites %s %s%s, which has no such section" % (target, SECTION, n))
-        # "issue 7 §1": a section of a project issue, which lives in the issue tracker.
+        # "issue 7 §1": reported once as an issue reference, not again as a bare section.
         for m in ISSUE_CITE.finditer(text):
             covered.update(range(m.start(), m.end()))
+        for m in ISSUE_NUMBER.finditer(text):
+            report(f, text, m.start(), "refers to a project issue by number %r: say what is meant" % m.group(0))
         own = sections.get(f)
         for m in ANY_SECTION.finditer(text):
             if m.start() in covered:
@@ -187,6 +193,7 @@ SELF_TEST_EXPECT = [
     "src/bad.c:1: cites proto/a.md " + SECTION + "9",
     "src/bad.c:1: bare " + SECTION + "1",
     "tests/paths.py:1: absolute machine path",
+    "tests/paths.py:1: refers to a project issue",
 ]
 
 

@@ -1,7 +1,7 @@
 # Install rules and the Debian package (`cpack -G DEB` in the build directory): nsrvd in
 # /usr/bin, /etc/nsrvd/nsrvd.properties (a conffile: every key with its default, commented),
-# the systemd unit, nsrvd(8), maintainer scripts in conf/debian/ (system user nsrvd,
-# /var/lib/nsrvd kept on remove and deleted on purge).
+# the systemd unit, nsrvd(8), the guide in /usr/share/doc/nsrvd, maintainer scripts in
+# conf/debian/ (system user nsrvd, /var/lib/nsrvd kept on remove and deleted on purge).
 set(pkgdir ${PROJECT_SOURCE_DIR}/conf/debian)
 # Whoever distributes the package sets a real address (lintian flags the placeholder).
 set(NSRV_DEB_MAINTAINER "nsrvd maintainers <nsrvd@localhost>" CACHE STRING
@@ -44,6 +44,13 @@ configure_file(${PROJECT_SOURCE_DIR}/conf/nsrvd.service ${PROJECT_BINARY_DIR}/pa
 install(FILES ${PROJECT_BINARY_DIR}/package/nsrvd.service DESTINATION /lib/systemd/system)
 install(FILES ${man_gz} DESTINATION share/man/man8)
 install(FILES ${pkgdir}/copyright ${changelog}.gz DESTINATION share/doc/nsrvd)
+# The operator's guide with the documents it links to, in the repository's layout so that
+# its relative links hold: README.md, docs/ (design notes, benchmarks, compatibility) and the
+# container guide with the screenshot docs/design/observability.md shows.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/nsrvd)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs DESTINATION share/doc/nsrvd)
+install(FILES ${PROJECT_SOURCE_DIR}/docker/README.md ${PROJECT_SOURCE_DIR}/docker/cluster-page.png
+        DESTINATION share/doc/nsrvd/docker)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME nsrvd)

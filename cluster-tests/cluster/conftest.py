@@ -1,4 +1,4 @@
-"""Fixtures for the multi-process gossip cluster suite (project issue 4).
+"""Fixtures for the multi-process gossip cluster suite (proto/gossip.md).
 
 * ``--nsrvd PATH`` (default: env NSRVD_BIN, else build/src/nsrvd under the repository root); the broker
   simulator is ``tools/nsrv-brokersim`` next to it (or env NSRV_BROKERSIM_BIN).

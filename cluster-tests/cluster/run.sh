@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the 3-node gossip cluster suite (cluster-tests/cluster, project issue 4) and ends
+# Runs the 3-node gossip cluster suite (cluster-tests/cluster) and ends
 # with pytest's summary line. Every test starts its own nodes and simulators on 127.0.0.1
 # with free ports and temp dirs, and stops them.
 #

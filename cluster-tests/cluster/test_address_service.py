@@ -1,4 +1,4 @@
-"""The RocketMQ address service and gossip metrics on a cluster (project issue 8, parts 1 and 2).
+"""The RocketMQ address service and gossip metrics on a cluster.
 
 Every node answers GET /rocketmq/nsaddr on its status port with the NameServer addresses of
 itself and of the peers it heard within 3 full-digest intervals, in node id order. Nodes here

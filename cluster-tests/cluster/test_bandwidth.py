@@ -1,4 +1,4 @@
-"""Gossip egress per node (project issue 4): 3 nodes, default 5 s full-digest interval, 100 and
+"""Gossip egress per node: 3 nodes, default 5 s full-digest interval, 100 and
 then 1000 brokers registered with every node. Measured from each node's gossip counters
 (bytesSent counts UDP payload; 28 bytes of IPv4 + UDP header per datagram are added to compare
 with the design target, which includes them) over a window of NSRV_BW_WINDOW_S

@@ -1,4 +1,4 @@
-"""The cluster page (GET / on the status port, project issue 8 part 3) in a real browser.
+"""The cluster page (GET / on the status port) in a real browser.
 
 Debian's headless Chromium loads node 1's page against a running 3-node cluster and the test
 reads the rendered DOM as a person reads the page: the title names the node, the peers table
@@ -7,7 +7,7 @@ matrix shows a broker heard by every node as ``direct`` in every column and a br
 node 1 only as ``direct`` there and ``peer:1`` on nodes 2 and 3.
 
 With NSRV_PAGE_SCREENSHOT=FILE.png the test also writes a screenshot (docker/cluster-page.png
-in the README comes from it).
+in docs/design/observability.md comes from it).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Liveness through gossip, 3 nodes on loopback (project issue 4, "How it is shown").
+"""Liveness through gossip, 3 nodes on loopback (docs/design/gossip.md).
 
 Brokers here use heartbeatTimeoutMillis = 6 s (``--timeout-ms``), a 2 s registration period and
 nodes a 1 s full-digest interval and a 1 s scan: the 120 s / 30 s / 5 s production ratios

@@ -1,4 +1,4 @@
-"""Convergence under datagram loss and wall-clock skew (project issue 7 §1, proto/gossip.md §8
+"""Convergence under datagram loss and wall-clock skew (proto/gossip.md §8
 and §9.3).
 
 Loss: every gossip direction between the three nodes passes through a relay that drops 30 % of

@@ -1,7 +1,7 @@
 """With every peer down, a gossip-enabled node behaves as a standalone (Java) NameServer: it
 serves what brokers register with it, drops a broker whose connection closes at once and a silent
-one at its timeout, and keeps trying its peers without disturbing any of that (issue 4:
-"with every peer down, a node behaves exactly as the Java NameServer")."""
+one at its timeout, and keeps trying its peers without disturbing any of that (the
+design's rule: "with every peer down, a node behaves exactly as the Java NameServer")."""
 
 import time
 

@@ -1,4 +1,4 @@
-"""The gossip pull listener under abuse (project issue 9 §4, proto/gossip.md §7.5).
+"""The gossip pull listener under abuse (proto/gossip.md §7.5).
 
 Thousands of silent TCP connections are opened to node 3's gossip port, from a configured
 peer's address (127.0.0.1) and from one that is not (127.0.0.2). Asserted: a connection from a

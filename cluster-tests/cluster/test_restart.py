@@ -1,4 +1,4 @@
-"""Restart convergence (project issue 4): a node killed with kill -9 and restarted, in a
+"""Restart convergence: a node killed with kill -9 and restarted, in a
 3-node cluster where 1000 brokers (20 topics each, plus the system topics) register with every
 node every 30 s. Measured: the time from the restarted process's exec until its /status broker
 set (identity and DataVersion) and a sample of routes (GET_ROUTEINFO_BY_TOPIC, including TBW102

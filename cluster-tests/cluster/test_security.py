@@ -1,4 +1,4 @@
-"""Forged, replayed, delayed and tampered gossip changes nothing (project issue 4, proto/gossip.md §8 of
+"""Forged, replayed, delayed and tampered gossip changes nothing (proto/gossip.md §8 of
 proto/gossip.md).
 
 Node 1's gossip for node 3 goes through a relay (node 1's gossipPeers names the relay's port

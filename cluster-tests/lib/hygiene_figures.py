@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures for the README's connection-hygiene section, measured against any nsrvd binary.
+"""Figures for docs/design/connection-hygiene.md, measured against any nsrvd binary.
 
   hygiene_figures.py --nsrvd BIN stuck [--conns 20] [--idle 30]
       N clients pipeline GET_ALL_TOPIC_LIST (~30 KB replies) and never read; server RSS,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """KV-write stall benchmark: do durable KV writes on one connection delay everyone else?
 
-Issue 9 §1's target: while one client writes 1000 KV entries including a 4 MiB value, route
+The KV-stall target: while one client writes 1000 KV entries including a 4 MiB value, route
 queries on other connections keep p99 <= 5 ms.
 
 Default (rounds) mode: nsrv-bench (src/tools/bench.c, C) sends GET_ROUTEINFO_BY_TOPIC on two
@@ -305,7 +305,7 @@ def commit_cost(host: str, port: int, status_port: int, commits: int, big_mib: f
 
 
 def verdict(res: dict) -> str:
-    """One line: the figure against the issue's target."""
+    """One line: the figure against the target."""
     if res.get("mode") == "rounds":
         r, i = res["route"], res["idle"]
         ok = (r["count"] > 0 and r["p99_ms"] <= TARGET_P99_MS and res["probe_errors"] == 0

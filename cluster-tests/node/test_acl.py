@@ -1,4 +1,4 @@
-"""Who may change the cluster (README "Who may change the cluster"): adminAllowList,
+"""Who may change the cluster (docs/design/tls-and-access.md "Who may change the cluster"): adminAllowList,
 brokerAllowList, signed admin writes (adminAclEnable/adminAclFile) and
 updateNamesrvConfigEnable, black-box over TCP, IPv4 and IPv6.
 

@@ -1,4 +1,4 @@
-"""Names are exact and text out is valid UTF-8 (README, "Names and text").
+"""Names are exact and text out is valid UTF-8 (docs/compatibility.md, "Names and text").
 
 * A NUL (U+0000) in any request string -- header ext key or value, JSON body, compressed body --
   is refused with SYSTEM_ERROR and a remark that says so; two names that differ after a NUL never

@@ -1,4 +1,4 @@
-"""Durable writes off the event loop (README "Persistence").
+"""Durable writes off the event loop (docs/design/persistence.md).
 
 A client pipelining KV writes must not stall route queries on other connections; every reply
 to a write comes after its data is on disk; replies keep request order on their connection;

@@ -1,4 +1,4 @@
-"""GET_ROUTEINFO_BY_TOPIC's fast path (src/processor/proc_route_fast.c, README "Performance"):
+"""GET_ROUTEINFO_BY_TOPIC's fast path (src/processor/proc_route_fast.c, docs/benchmarks.md):
 route queries of the common shape are answered without the generic decode, counted in
 nsrvd_route_fast_total, with the same reply and the same request metrics as the generic
 path; other shapes, a missing topic and a restricted node (ACL) take the generic path."""

@@ -78,8 +78,8 @@ def _run_in_flight_shutdown(nsrvd_factory, connect, graceful: bool):
     conns = [connect(srv, timeout=scaled(15)) for _ in range(N_CONNS)]
     for c in conns:
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-    # idle: nothing in flight at SIGTERM, so nsrvd closes it at once (README: "closes each
-    # connection as soon as it is drained") without a byte.
+    # idle: nothing in flight at SIGTERM, so nsrvd closes it at once (docs/compatibility.md, "Graceful
+    # shutdown") without a byte.
     idle = connect(srv, timeout=scaled(15))
     batches = [_build_batch(c, i) for i, c in enumerate(conns)]
     for c, reqs in zip(conns, batches):

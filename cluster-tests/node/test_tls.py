@@ -1,4 +1,4 @@
-"""TLS on the NameServer port (README "TLS"), with Python's ssl module as the client.
+"""TLS on the NameServer port (docs/design/tls-and-access.md "TLS"), with Python's ssl module as the client.
 
 tls.server.mode decides by the first byte of a connection, as Java's HandshakeHandler does:
 disabled closes a TLS handshake, permissive (the default) serves TLS and plaintext on the same

@@ -52,6 +52,11 @@ in_root id nsrvd >/dev/null || fail "no nsrvd user"
 [ -f "$root/lib/systemd/system/nsrvd.service" ] || fail "no unit"
 [ -f "$root/usr/share/man/man8/nsrvd.8.gz" ] || fail "no manual page"
 [ -f "$root/usr/lib/nsrvd/nsrvd-crypto.so" ] || fail "no /usr/lib/nsrvd/nsrvd-crypto.so (TLS, ACL)"
+# The guide and what it links to (README.md, docs/, the container guide).
+for f in README.md docs/README.md docs/compatibility.md docker/README.md; do
+    [ -f "$root/usr/share/doc/nsrvd/$f" ] || fail "no /usr/share/doc/nsrvd/$f"
+done
+grep -q '^## Three nodes on one host' "$root/usr/share/doc/nsrvd/README.md" || fail "README.md there is not the guide"
 
 # The host's network namespace is shared: pick a free port, set it in the conffile (an edit
 # the upgrade below must keep).

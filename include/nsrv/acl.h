@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Who may change the cluster (README "Who may change the cluster"): address
+ * Who may change the cluster (docs/design/tls-and-access.md "Who may change the cluster"): address
  * allow lists for the admin-write and broker codes, RocketMQ ACL signatures
  * (AccessKey/Signature ext fields, HmacSHA1 as AclClientRPCHook computes
  * them) on admin writes, and the UPDATE_NAMESRV_CONFIG switch.

@@ -77,7 +77,7 @@ int nsrv_json_parse_max(nsrv_arena_t *arena, const char *text, size_t len, size_
  * (include/nsrv/utf8.h), and a lone surrogate escape (\uD800) decodes to
  * U+FFFD. A string holding U+0000 (raw or \u0000) is refused (NSRV_EJSON,
  * "NUL character") because names are C strings throughout nsrvd and a cut
- * name would alias another one (README, "Names and text"); callers that check
+ * name would alias another one (docs/compatibility.md, "Names and text"); callers that check
  * NULs themselves, to answer with a clearer error, pass NSRV_JSON_KEEP_NUL.
  */
 #define NSRV_JSON_KEEP_NUL 1u

@@ -142,7 +142,7 @@ static inline nsrv_str_t nsrv_cmd_ext(const nsrv_cmd_t *cmd, const char *key) {
 /**
  * The first ext field whose key or value contains a NUL byte, or NULL.
  * nsrvd handles names as C strings, so such a request is refused rather
- * than served with a name cut short (README, "Names and text").
+ * than served with a name cut short (docs/compatibility.md, "Names and text").
  */
 const nsrv_ext_field_t *nsrv_cmd_find_nul(const nsrv_cmd_t *cmd);
 

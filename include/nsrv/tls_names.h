@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The values of the TLS keys that take a word (Java's TlsMode and the
- * tls.server.need.client.auth values, README "TLS"), shared by the config
+ * tls.server.need.client.auth values, docs/design/tls-and-access.md "TLS"), shared by the config
  * validation and the TLS layer.
  */
 #pragma once

@@ -80,6 +80,92 @@ static char **read_descriptions(const char *path) {
     return desc;
 }
 
+/* The sections after the key list are fixed text; each has its own function so
+ * that a section can change without touching the generated part. */
+static void write_exit_status(FILE *f) {
+    fputs(".SH EXIT STATUS\n"
+          ".TP\n0\nThe node shut down after SIGTERM or SIGINT; \\fB\\-p\\fR, \\fB\\-h\\fR and\n"
+          "\\fB\\-\\-version\\fR printed what they print; \\fBkeygen\\fR wrote its key;\n"
+          "\\fBstatus\\fR got the node's answer.\n"
+          ".TP\n1\nThe node could not start: a bad value in the configuration file, a port\n"
+          "in use, a key file that cannot be read or is readable by others, a data file\n"
+          "held by another nsrvd, a certificate that does not load. The reason is\n"
+          "printed and the boot line never is, so no start script or systemd takes the\n"
+          "node for ready. Also: a usage error, a second signal during the graceful\n"
+          "shutdown, \\fBkeygen\\fR or \\fBstatus\\fR failing.\n",
+          f);
+}
+
+static void write_signals(FILE *f) {
+    fputs(".SH SIGNALS\n"
+          ".TP\nSIGTERM, SIGINT\nGraceful shutdown: the node tells its gossip peers it is\n"
+          "leaving, stops accepting connections, answers every request it has received\n"
+          "(never with GO_AWAY, which a 5.3.x client answers by retrying at the closed\n"
+          "listener), closes each connection behind its next reply or after 250 ms of\n"
+          "silence, and exits within \\fBshutdownWaitTimeSeconds\\fR. A second signal\n"
+          "exits at once with status 1.\n"
+          ".TP\nSIGHUP\nRe\\-read the \\fB\\-c\\fR file and apply the keys that can change\n"
+          "without a restart (the list is in the guide, README.md). The log names the\n"
+          "keys applied and warns about changed keys that need a restart. A part that\n"
+          "does not load (a certificate, an allow list, the gossip keys) is logged and\n"
+          "keeps its running values; a file that does not parse changes nothing.\n"
+          ".TP\nSIGPIPE\nIgnored: a peer that goes away mid\\-write does not stop the node.\n",
+          f);
+}
+
+static void write_files(FILE *f) {
+    fputs(
+        ".SH FILES\n"
+        ".TP\n/etc/nsrvd/nsrvd.properties\nConfiguration read by the packaged service, and by\n"
+        "\\fBnsrvd status\\fR when given no address.\n"
+        ".TP\n/var/lib/nsrvd\nHome of the \\fBnsrvd\\fR user: kvConfig, gossip state and keys of\n"
+        "the packaged service.\n"
+        ".TP\n$HOME/namesrv/kvConfig.json\nThe KV store (\\fBkvConfigPath\\fR), rewritten whole\n"
+        "after each change; the previous content is kept as kvConfig.json.bak.\n"
+        ".TP\n$HOME/namesrv/gossip.state\nThe gossip incarnation (\\fBgossipStatePath\\fR; by\n"
+        "default next to \\fBkvConfigPath\\fR). A node locks its data files while it runs:\n"
+        "on one host, every node needs its own.\n"
+        ".TP\n/etc/rocketmq/tls.properties\n\\fBtls.config.file\\fR: its tls.* keys override\n"
+        "the configuration file's when it exists.\n"
+        ".TP\n/usr/lib/nsrvd/nsrvd\\-crypto.so\nTLS and ACL signatures (OpenSSL), loaded only\n"
+        "when used.\n"
+        ".TP\n/usr/share/doc/nsrvd/README.md\nThe operator's guide: clusters, ports, rolling\n"
+        "restarts, troubleshooting.\n",
+        f);
+}
+
+static void write_examples(FILE *f) {
+    fputs(".SH EXAMPLES\n"
+          "Start a node with the packaged configuration, or print what it would use:\n"
+          ".PP\n.RS\n.nf\nnsrvd \\-c /etc/nsrvd/nsrvd.properties\nnsrvd \\-c "
+          "/etc/nsrvd/nsrvd.properties \\-p\n"
+          ".fi\n.RE\n.PP\n"
+          "Make node 1's gossip key; the printed item (\\fI1:1:public\\-key\\fR) goes, with\n"
+          "the other nodes' items, into \\fBgossipPeerKeys\\fR on every node:\n"
+          ".PP\n.RS\n.nf\nrunuser \\-u nsrvd \\-\\- nsrvd keygen \\-o /var/lib/nsrvd/node.key \\-n "
+          "1\n"
+          ".fi\n.RE\n.PP\n"
+          "Node 1 of three (hosts a, b, c):\n"
+          ".PP\n.RS\n.nf\ngossipEnable=true\ngossipNodeId=1\ngossipPeers=2@b:9878,3@c:9878\n"
+          "gossipPeerKeys=1:1:\\fIpub\\-a\\fR,2:1:\\fIpub\\-b\\fR,3:1:\\fIpub\\-c\\fR\n"
+          "gossipSecretKeyFile=/var/lib/nsrvd/node.key\nstatusPort=9877\n"
+          ".fi\n.RE\n.PP\n"
+          "Brokers list every node (\\fBnamesrvAddr=a:9876;b:9876;c:9876\\fR). Look at a\n"
+          "node's peers and brokers, the address service, and reload the configuration:\n"
+          ".PP\n.RS\n.nf\nnsrvd status\nnsrvd status b:9877 \\-\\-json\n"
+          "curl http://127.0.0.1:9877/rocketmq/nsaddr\nsystemctl reload nsrvd\n"
+          ".fi\n.RE\n",
+          f);
+}
+
+static void write_see_also(FILE *f) {
+    fputs(".SH SEE ALSO\n"
+          "\\fBsystemctl\\fR(1), \\fBjournalctl\\fR(1), \\fBsystemd.service\\fR(5);\n"
+          "/usr/share/doc/nsrvd/README.md (the guide) and /usr/share/doc/nsrvd/docs/\n"
+          "(design notes, benchmarks, the differences from the Java NameServer).\n",
+          f);
+}
+
 static void write_page(FILE *f, const char *version, char **desc) {
     fprintf(f, ".\\\" Generated by nsrvd-mangen from the configuration key table; do not edit.\n");
     fprintf(f, ".TH NSRVD 8 \"\" \"nsrvd %s\" \"System Administration\"\n", version);
@@ -141,16 +227,11 @@ static void write_page(FILE *f, const char *version, char **desc) {
             rest = nl ? nl + 1 : rest + strlen(rest);
         }
     }
-    fputs(".SH FILES\n"
-          ".TP\n/etc/nsrvd/nsrvd.properties\nConfiguration read by the packaged service.\n"
-          ".TP\n/var/lib/nsrvd\nkvConfig, gossip state and keys of the packaged service.\n"
-          ".SH SIGNALS\n"
-          ".TP\nSIGTERM, SIGINT\nGraceful shutdown.\n"
-          ".TP\nSIGHUP\nRe\\-read the configuration file for what can change live (gossip peers\n"
-          "and keys); a file that does not load leaves the running configuration as it is.\n"
-          ".SH SEE ALSO\n"
-          "\\fBsystemctl\\fR(1), \\fBsystemd.service\\fR(5)\n",
-          f);
+    write_exit_status(f);
+    write_signals(f);
+    write_files(f);
+    write_examples(f);
+    write_see_also(f);
 }
 
 int main(int argc, char **argv) {

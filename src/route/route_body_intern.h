@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Cached route bodies shared by content (issue 12, P2): a route body names no
+ * Cached route bodies shared by content (benchmark profile P2): a route body names no
  * topic, and topics created cluster-wide with the same queue numbers have
  * byte-identical routes, so every topic whose body has the same bytes holds a
  * reference to ONE buffer. Fewer distinct bodies keep the bytes the socket

@@ -13,7 +13,7 @@
  * (topic_index.h), the order of the topic lists (Java uses hash order;
  * clients sort).
  *
- * Memory (issue 12: a million topics must fit in tens of megabytes):
+ * Memory (a million topics must fit in tens of megabytes):
  * QueueData values are interned (rt_qd_t: immutable, refcounted, found by
  * value), because all topics of a broker usually have the same queue numbers,
  * perm and flags; a topic refers to them by 32-bit id (rt_qref_t): one id

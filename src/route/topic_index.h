@@ -11,7 +11,7 @@
  * The tag has 32 - log2(arena / 2) bits: 14 for 10,000 topics of ~20-byte
  * names, 8 for 1M, none at an 8 GiB arena (every probe then compares names).
  *
- * Memory, per topic (issue 12): its record (8 bytes and the name, 4-byte
+ * Memory, per topic: its record (8 bytes and the name, 4-byte
  * aligned) and 4-byte slots at 25-50 % load; no allocation of its own. The
  * arena is what the topic lists walk (creation order, proto/requests.md
  * §2.11). A removed topic stays as a tombstone until a compaction slides the

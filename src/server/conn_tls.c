@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * TLS on a connection (README "TLS"): the first byte decides, as Java's
+ * TLS on a connection (docs/design/tls-and-access.md "TLS"): the first byte decides, as Java's
  * HandshakeHandler does, whether the connection is TLS, plaintext, or refused
  * by tls.server.mode. A TLS connection's received bytes go through its session
  * (tls_session.c) and the plaintext into the same framing as a plaintext

@@ -2,7 +2,7 @@
 /*
  * /metrics in Prometheus text format (version 0.0.4): the server's counters,
  * per-request-code counts and latency histograms, table sizes, and the gossip
- * layer's families (appended by its hook). README "Metrics" lists them.
+ * layer's families (appended by its hook). docs/design/observability.md lists them.
  */
 #include "metrics.h"
 
@@ -136,7 +136,8 @@ static void write_server_scalars(nsrv_server_t *srv, nsrv_buf_t *b) {
          srv->status_timeouts_total},
         {"nsrvd_status_evicted_total", C, "Silent status connections evicted to make room.",
          srv->status_evicted_total},
-        /* Durable writes (README "Persistence"): requests per write shows the group commit. */
+        /* Durable writes (docs/design/persistence.md): requests per write shows the group commit.
+         */
         {"nsrvd_durable_writes_total", C, "kvConfig.json and config store file writes.",
          srv->writer ? nsrv_writer_writes(srv->writer) : 0},
         {"nsrvd_durable_write_requests_total", C, "Changes requested of the durable writer.",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The RocketMQ address service (README "Address service"): GET /rocketmq/<subgroup> on the
+ * The RocketMQ address service (docs/design/observability.md): GET /rocketmq/<subgroup> on the
  * status listener answers "host:port;host:port" with the NameServer addresses of this node
  * and of every gossip peer heard within NSRV_GOSSIP_ALIVE_INTERVALS full-digest intervals,
  * in node id order (Java clients compare the text to detect a change).

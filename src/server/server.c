@@ -5,8 +5,9 @@
  *
  * Shutdown (SIGTERM/SIGINT): stop accepting; keep serving connections until
  * each has no partial request buffered, nothing unread in the kernel and
- * every reply written, then close it. New requests from clients newer than
- * 5.3.1 get GO_AWAY meanwhile, so they move to another NameServer. The loop
+ * every reply written, then close it. Requests that arrive meanwhile are
+ * answered, never with GO_AWAY: a 5.3.x client would retry at the closed
+ * listener (conn.c request_started). The loop
  * ends when the last connection is closed, or at shutdownWaitTimeSeconds
  * when the stragglers are closed by force. A second signal exits at once.
  */
@@ -74,7 +75,7 @@ static void deadline_cb(uv_timer_t *t) {
  * channel open until it has processed our FIN (on a loaded machine, tens of ms), writes,
  * and that request fails. A client that asks within this window is answered and its
  * connection closed right behind the reply instead, so it sees the close before it can
- * ask again (README "Graceful shutdown"). */
+ * ask again (docs/compatibility.md, "Graceful shutdown"). */
 #define SHUTDOWN_IDLE_GRACE_MS 250
 
 static void idle_grace_cb(uv_timer_t *t) {

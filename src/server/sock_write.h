@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * uv_try_write for a plain TCP connection, without libuv's wrapper and glibc's
- * cancellation bookkeeping around writev (cluster-tests/bench/README.md, issue 12):
+ * cancellation bookkeeping around writev (cluster-tests/bench/README.md):
  * the same conditions, result and errors as libuv 1.44's uv_try_write.
  */
 #pragma once

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * TLS on the NameServer port (README "TLS"), in three parts with no libuv in
+ * TLS on the NameServer port (docs/design/tls-and-access.md "TLS"), in three parts with no libuv in
  * the first two:
  *  - tls_ctx.c: the settings (config keys, then the tls.config.file), the
  *    self-signed certificate of test mode, and the OpenSSL context built from

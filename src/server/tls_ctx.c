@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * TLS settings and the OpenSSL server context (README "TLS").
+ * TLS settings and the OpenSSL server context (docs/design/tls-and-access.md "TLS").
  *
  * The settings are Java's TlsSystemConfig keys: first from nsrvd's config,
  * then overridden by the tls.* keys of the file named by tls.config.file when

@@ -3,7 +3,7 @@
  * nsrv-brokersim: simulates N RocketMQ brokers (with K slaves each) that
  * register with every nameserver, re-register every period, optionally send
  * light heartbeats, and obey stdin commands that stop, kill, freeze or cut
- * chosen brokers from chosen nodes (project issue 4; used by the cluster,
+ * chosen brokers from chosen nodes (used by the cluster,
  * chaos and benchmark tests). One libuv loop thread; links live in
  * bsim_net.c, the pure parts in bsim_*.c. Output contract (stdout, one line
  * each): "ok <command>" / "err <reason>" per command, "ready ok=.. failed=..

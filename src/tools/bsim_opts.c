@@ -18,7 +18,7 @@
 /* Java BrokerConfig defaults: listenPort 10911 is the real broker's; we start
  * higher so simulated brokers never look like a real one on the same host. */
 #define DEFAULT_ADDR_BASE 20911
-/* A forgotten simulator must stop by itself (issue 4: bounded runs). */
+/* A forgotten simulator must stop by itself (bounded runs). */
 #define DEFAULT_DURATION_MS (600u * 1000u)
 /* The longest run we accept: a week. */
 #define MAX_DURATION_MS (7ull * 24 * 3600 * 1000)

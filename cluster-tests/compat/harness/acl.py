@@ -1,4 +1,4 @@
-"""Scenario 9: who may change the cluster (README "Who may change the cluster"), with the real
+"""Scenario 9: who may change the cluster (docs/design/tls-and-access.md "Who may change the cluster"), with the real
 mqadmin of each version and the real AclClientRPCHook it builds from $ROCKETMQ_HOME/conf/tools.yml
 (rocketmq-client 5.3.3 / rocketmq-acl 4.9.7).
 

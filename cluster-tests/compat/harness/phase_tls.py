@@ -1,4 +1,4 @@
-"""Scenario 10: TLS with the real peers (README "TLS").
+"""Scenario 10: TLS with the real peers (docs/design/tls-and-access.md "TLS").
 
 One NameServer per column in tls.server.mode=enforcing, so nothing can reach it in plaintext:
 nsrvd, and the Java NameServer 5.3.3 started with -Dtls.server.mode=enforcing as the oracle. A

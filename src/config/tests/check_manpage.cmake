@@ -1,5 +1,6 @@
 # ctest manpage_keys: every key of config_keys.def (read here with a regex, independently of
-# the generator) is documented in the generated nsrvd.8 and listed by `nsrvd --help`.
+# the generator) is documented in the generated nsrvd.8 and listed by `nsrvd --help`, and the
+# page has EXIT STATUS, SIGNALS, FILES, EXAMPLES and SEE ALSO.
 file(READ ${DEF} def)
 string(REGEX MATCHALL "\nNSRV_CFG\\(([A-Za-z0-9.]+)," entries "${def}")
 list(LENGTH entries n)
@@ -26,8 +27,15 @@ foreach(e IN LISTS entries)
     list(APPEND missing "--help:${key}")
   endif()
 endforeach()
+# The sections an operator looks for in a daemon's page, each as a heading of its own.
+foreach(sec "EXIT STATUS" SIGNALS FILES EXAMPLES "SEE ALSO")
+  string(FIND "${page}" "\n.SH ${sec}\n" at)
+  if(at LESS 0)
+    list(APPEND missing "nsrvd.8:section ${sec}")
+  endif()
+endforeach()
 if(missing)
-  message(FATAL_ERROR "keys not documented: ${missing}")
+  message(FATAL_ERROR "keys or sections not documented: ${missing}")
 endif()
 if(GROFF)
   execute_process(COMMAND ${GROFF} -man -ww -z ${PAGE} ERROR_VARIABLE warn RESULT_VARIABLE rc)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fuzz target for what a TLS client controls (README "TLS"): the first-byte rule of every
- * tls.server.mode, and the bytes that follow through a server session (tls_session.c) with
- * the test-mode certificate, fed in pieces. Input: one byte giving the piece size (0: all at
+ * Fuzz target for what a TLS client controls (docs/design/tls-and-access.md "TLS"): the first-byte
+ * rule of every tls.server.mode, and the bytes that follow through a server session (tls_session.c)
+ * with the test-mode certificate, fed in pieces. Input: one byte giving the piece size (0: all at
  * once), then the bytes of the connection.
  */
 #include <stdint.h>
