@@ -52,10 +52,10 @@ void nsrv_seal_sk_load_explain(const char *path, int rc, unsigned node_id, char 
         snprintf(err, errlen,
                  "gossipSecretKeyFile '%s': permission denied: nsrvd runs as user %s (uid %u) "
                  "and the file belongs to %s:%s (mode %04o); fix: chown %s: '%s' (keep mode "
-                 "0600), or make the key with nsrvd keygen as %s (run as root, keygen gives a "
-                 "key made in a directory %s owns to %s)",
+                 "0600), or make a new key with nsrvd keygen as user %s, or as root in a "
+                 "directory %s owns",
                  path, me, (unsigned)uid, owner, group, (unsigned)(st.st_mode & 07777), me, path,
-                 me, me, me);
+                 me, me);
         return;
     case -EPERM:
         if (stat(path, &st) == 0) {
