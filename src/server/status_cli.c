@@ -76,8 +76,11 @@ static bool send_all(int fd, const void *p, size_t len) {
 }
 
 /* GET /status. Returns -1 (message in err) only when host:port cannot be reached; whatever
- * came back otherwise, even nothing or a reset, is in reply for the caller to judge. */
-static int fetch(const char *host, const char *port, nsrv_buf_t *reply, char *err, size_t errlen) {
+ * came back otherwise, even nothing or a reset, is in reply for the caller to judge, and
+ * *silent says the peer neither answered nor closed within the timeout. */
+static int fetch(const char *host, const char *port, nsrv_buf_t *reply, bool *silent, char *err,
+                 size_t errlen) {
+    *silent = false;
     int fd = dial(host, port, err, errlen);
     if (fd < 0)
         return -1;
@@ -87,6 +90,7 @@ static int fetch(const char *host, const char *port, nsrv_buf_t *reply, char *er
         ssize_t n;
         while ((n = read(fd, buf, sizeof buf)) > 0 && reply->len < STATUS_MAX_REPLY)
             nsrv_buf_append(reply, buf, (size_t)n);
+        *silent = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && reply->len == 0;
     }
     close(fd);
     return 0;
@@ -236,9 +240,11 @@ static int target_from_file(const char *file, status_target_t *t) {
     return 0;
 }
 
-/* The reply was not HTTP: say what the port is, so that the operator reaches for the right one. */
-static void explain_not_http(const status_target_t *t) {
-    if (answers_remoting(t->host, t->port)) {
+/* The reply was not HTTP: say what the port is, so that the operator reaches for the right one.
+ * A NameServer closes at once on "GET " (a frame length over the limit); only then is the
+ * remoting probe worth its wait. */
+static void explain_not_http(const status_target_t *t, bool silent) {
+    if (!silent && answers_remoting(t->host, t->port)) {
         fprintf(stderr,
                 "nsrvd status: %s:%s looks like the NameServer port (it answers RocketMQ "
                 "requests, not HTTP); ",
@@ -252,9 +258,9 @@ static void explain_not_http(const status_target_t *t) {
         return;
     }
     fprintf(stderr,
-            "nsrvd status: %s:%s gave no HTTP reply; give the node's status listener, its "
+            "nsrvd status: %s:%s gave no HTTP reply%s; give the node's status listener, its "
             "statusAddress:statusPort\n",
-            t->host, t->port);
+            t->host, t->port, silent ? " within 5 s" : "");
 }
 
 int nsrv_status_cli(int argc, char **argv) {
@@ -307,14 +313,15 @@ int nsrv_status_cli(int argc, char **argv) {
     }
     char err[512] = "";
     nsrv_buf_t reply = NSRV_BUF_INIT;
-    if (fetch(t.host, t.port, &reply, err, sizeof err) != 0) {
+    bool silent = false;
+    if (fetch(t.host, t.port, &reply, &silent, err, sizeof err) != 0) {
         fprintf(stderr, "nsrvd status: %s%s%s%s\n", err, t.file ? " (is the node of " : "",
                 t.file ? t.file : "", t.file ? " running?)" : "");
         nsrv_buf_deinit(&reply);
         return 1;
     }
     if (reply.len < 5 || memcmp(reply.data, "HTTP/", 5) != 0) {
-        explain_not_http(&t);
+        explain_not_http(&t, silent);
         nsrv_buf_deinit(&reply);
         return 1;
     }
