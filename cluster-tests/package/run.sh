@@ -76,7 +76,7 @@ echo "listenPort=$port" >>"$root/etc/nsrvd/nsrvd.properties"
 step "gossip key per the docs"
 item1=$(in_root nsrvd keygen -o /var/lib/nsrvd/gossip.key -n 1 2>"$work/keygen.log") ||
     { cat "$work/keygen.log"; fail "keygen"; }
-item2=$(in_root nsrvd keygen -o /root/node2.key -n 2 2>>"$work/keygen.log") || { cat "$work/keygen.log"; fail "keygen"; }
+item2=$(in_root nsrvd keygen -o /tmp/node2.key -n 2 2>>"$work/keygen.log") || { cat "$work/keygen.log"; fail "keygen"; }
 case $item1 in 1:1:*=) ;; *) fail "keygen printed '$item1', not one 1:1:PUBLIC item" ;; esac
 owner=$(in_root stat -c %U:%G:%a /var/lib/nsrvd/gossip.key)
 [ "$owner" = "nsrvd:nsrvd:600" ] || fail "key made by root in /var/lib/nsrvd is $owner, not nsrvd:nsrvd:600"
