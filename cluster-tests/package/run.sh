@@ -112,7 +112,9 @@ grep -q "gossipSecretKeyFile '/etc/nsrvd/root.key': permission denied: nsrvd run
 rm -f "$root/etc/nsrvd/root.key" "$root/etc/nsrvd/root-key.properties"
 
 step "start as nsrvd on port $port, gossip on $gossip_port, status on $status_port"
-as_service -c /etc/nsrvd/nsrvd.properties >"$work/nsrvd.log" 2>&1 &
+# Not through as_service: $! must be nsrvd itself (chroot, setpriv and env exec), not a subshell.
+chroot "$root" setpriv --reuid=nsrvd --regid=nsrvd --init-groups --no-new-privs \
+    env -i HOME=/var/lib/nsrvd /usr/bin/nsrvd -c /etc/nsrvd/nsrvd.properties >"$work/nsrvd.log" 2>&1 &
 pid=$!
 PYTHONPATH=$lib python3 - "$port" <<'PY' || { cat "$work/nsrvd.log"; fail "route query"; }
 import socket, ssl, sys, time

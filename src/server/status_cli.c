@@ -64,7 +64,7 @@ static int dial(const char *host, const char *port, char *err, size_t errlen) {
 static bool send_all(int fd, const void *p, size_t len) {
     const char *c = p;
     while (len > 0) {
-        ssize_t n = write(fd, c, len);
+        ssize_t n = send(fd, c, len, MSG_NOSIGNAL); /* a peer that closed must not kill us */
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
