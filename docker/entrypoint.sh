@@ -9,7 +9,7 @@ set -eu
 mkdir -p /data /keys
 if [ -n "${NODE_ID:-}" ] && [ -n "${PEERS:-}" ]; then
   [ -f "/keys/node$NODE_ID.key" ] || nsrvd keygen -o "/keys/node$NODE_ID.key" -n "$NODE_ID" \
-    | sed 's/^gossipPeerKeys=//' > "/keys/node$NODE_ID.pub"
+    > "/keys/node$NODE_ID.pub"
   [ -f /data/peers ] || echo "$PEERS" | tr ',' '\n' > /data/peers
 fi
 nsrvd-conf

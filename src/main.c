@@ -7,44 +7,10 @@
 
 #include "nsrv/buf.h"
 #include "nsrv/config.h"
+#include "nsrv/keygen_cli.h"
 #include "nsrv/log.h"
-#include "nsrv/seal.h"
 #include "nsrv/server.h"
 #include "nsrv/status_cli.h"
-#include "nsrv/text.h"
-
-/* `nsrvd keygen -o FILE -n NODE [-k KEY_ID]`: a gossip key pair; prints the peers' config line. */
-static int keygen(int argc, char **argv) {
-    const char *out = NULL;
-    uint64_t node = 0, key_id = 1;
-    bool ok = argc % 2 == 0;
-    for (int i = 0; ok && i + 1 < argc; i += 2) {
-        const char *v = argv[i + 1];
-        if (!strcmp(argv[i], "-o"))
-            out = v;
-        else if (!strcmp(argv[i], "-n"))
-            ok = nsrv_parse_uint(v, strlen(v), 254, &node);
-        else if (!strcmp(argv[i], "-k"))
-            ok = nsrv_parse_uint(v, strlen(v), 255, &key_id);
-        else
-            ok = false;
-    }
-    if (!ok || !out || node < 1 || key_id < 1) {
-        fprintf(stderr,
-                "usage: nsrvd keygen -o SECRET_KEY_FILE -n NODE_ID(1..254) [-k KEY_ID(1..255)]\n"
-                "  writes the secret key (mode 0600, never overwrites) and prints the line\n"
-                "  to add to every peer's gossipPeerKeys\n");
-        return 1;
-    }
-    char line[NSRV_SEAL_LINE_MAX];
-    int rc = nsrv_seal_keygen_files(out, (uint8_t)node, (uint8_t)key_id, line, sizeof line);
-    if (rc != 0) {
-        fprintf(stderr, "nsrvd keygen: %s: %s\n", out, strerror(-rc));
-        return 1;
-    }
-    printf("%s\n", line);
-    return 0;
-}
 
 int main(int argc, char **argv) {
     /* nsrv_cli_parse sets every field; zeroed because the LTO link's
@@ -68,7 +34,7 @@ int main(int argc, char **argv) {
     if (cli.subcommand && strcmp(cli.subcommand, "status") == 0)
         return nsrv_status_cli(cli.sub_argc, cli.sub_argv);
     if (cli.subcommand && strcmp(cli.subcommand, "keygen") == 0)
-        return keygen(cli.sub_argc, cli.sub_argv);
+        return nsrv_keygen_cli(cli.sub_argc, cli.sub_argv);
     if (cli.subcommand) {
         fprintf(stderr, "nsrvd: unknown command '%s'\n", cli.subcommand);
         nsrv_cli_usage(stderr);

@@ -44,9 +44,8 @@ def libfaketime() -> str:
 def keygen(binary: str, path: Path, node_id: int) -> str:
     r = subprocess.run([binary, "keygen", "-o", str(path), "-n", str(node_id), "-k", "1"],
                        capture_output=True, text=True, cwd=str(path.parent), timeout=20)
-    for line in r.stdout.splitlines():
-        if line.startswith("gossipPeerKeys="):
-            return line.split("=", 1)[1].strip()
+    if r.returncode == 0 and r.stdout.count("\n") == 1:
+        return r.stdout.strip()  # the ID:KEYID:PUBLIC item
     raise RuntimeError(f"nsrvd keygen failed: {r.stdout} {r.stderr}")
 
 

@@ -122,10 +122,10 @@ def keygen(binary: str, path: Path, node_id: int, key_id: int = 1) -> str:
     out = r.stdout.decode()
     if r.returncode != 0:
         raise RuntimeError(f"nsrvd keygen failed ({r.returncode}): {out} {r.stderr.decode()}")
-    for line in out.splitlines():
-        if line.startswith("gossipPeerKeys="):
-            return line.split("=", 1)[1].strip()
-    raise RuntimeError(f"no gossipPeerKeys line in keygen output: {out!r}")
+    item = out.strip()
+    if out.count("\n") != 1 or item.split(":")[:2] != [str(node_id), str(key_id)]:
+        raise RuntimeError(f"keygen's stdout is not one {node_id}:{key_id}:PUBLIC item: {out!r}")
+    return item
 
 
 def http_get(port: int, path: str, timeout: float = 5.0) -> Tuple[int, bytes]:

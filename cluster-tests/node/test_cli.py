@@ -1,12 +1,20 @@
 """Command line and config file (proto/requests.md §5.3, §5.4, §4 persistence, and the nsrvd contract)."""
 
 import json
+import os
+import pwd
+import re
 import socket
+import stat
+import tempfile
 import time
+import urllib.request
 
 import pytest
 
 from nsrv_check import assert_code, register_ok
+from pathlib import Path
+
 from nsrvd_proc import NsrvdProcess, free_port, run_cli, scaled, write_properties
 from rmq import Broker, NamesrvClient, TopicConfig, parse_properties
 
@@ -53,6 +61,27 @@ def test_help(nsrvd_bin, tmp_path, args):
     cp = run_cli(nsrvd_bin, args, workdir=tmp_path)
     assert cp.returncode == 0, _out(cp)
     assert "-c" in _out(cp)
+
+
+def test_help_names_the_subcommands(nsrvd_bin, tmp_path):
+    cp = run_cli(nsrvd_bin, ["--help"], workdir=tmp_path)
+    assert cp.returncode == 0, _out(cp)
+    text = cp.stdout.decode()
+    for line in ("nsrvd status [HOST:PORT | -c <file>] [--json]",
+                 "nsrvd keygen -o <secret_key_file> -n <node_id> [-k <key_id>]"):
+        assert line in text, text[:2000]
+    assert re.search(r"^  status +\S", text, re.M) and re.search(r"^  keygen +\S", text, re.M), text[:2000]
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+@pytest.mark.parametrize("sub", ["keygen", "status"])
+def test_subcommand_help_exits_0(nsrvd_bin, tmp_path, sub, flag):
+    cp = run_cli(nsrvd_bin, [sub, flag], workdir=tmp_path)
+    assert cp.returncode == 0, _out(cp)
+    assert cp.stdout.decode().startswith(f"usage: nsrvd {sub} "), _out(cp)
+    assert cp.stderr == b"", _out(cp)
+    # Help is asked for, not an error: it needs no other argument and makes nothing.
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_version(nsrvd_bin, tmp_path):
@@ -224,3 +253,171 @@ def test_config_file_rewritten_by_update_still_boots(nsrvd_factory, connect):
     assert props["orderMessageEnable"] == "true"
     assert props["fooBarUnknownKey"] == "xyz"
     assert props == parse_properties(text1)
+
+
+# --- gossip keys: what `nsrvd keygen` prints is what the docs tell the operator to join ---
+
+PEER_KEY_ITEM = re.compile(r"([1-9][0-9]{0,2}):([1-9][0-9]{0,2}):[A-Za-z0-9+/]{43}=\n")
+
+
+def _free_tcp_udp_port() -> int:
+    """A port free for TCP and UDP on 127.0.0.1 (gossip uses the number for both)."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            try:
+                u.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no port free for both TCP and UDP")
+
+
+def _status(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=scaled(5)) as r:
+        return json.loads(r.read())
+
+
+def _gossip_config(node_id, key_file, items, workdir):
+    ids = sorted(int(item.split(":")[0]) for item in items)
+    peers = [f"{i}@127.0.0.1:{_free_tcp_udp_port()}" for i in ids if i != node_id]
+    return {
+        "gossipEnable": "true",
+        "gossipNodeId": node_id,
+        "gossipListenAddress": "127.0.0.1",
+        "gossipPort": _free_tcp_udp_port(),
+        "gossipPeers": ",".join(peers),
+        "gossipPeerKeys": ",".join(items),
+        "gossipSecretKeyFile": str(key_file),
+        "gossipStatePath": str(workdir / "gossip.state"),
+        "statusPort": free_port(),
+        "statusAddress": "127.0.0.1",
+        "shutdownWaitTimeSeconds": 3,
+    }
+
+
+def test_keygen_prints_one_peer_key_item_that_joins_into_gossip_peer_keys(nsrvd_bin, nsrvd_factory, tmp_path):
+    """The README's three-node procedure, by copy and paste: item=$(nsrvd keygen ...) per node,
+    gossipPeerKeys=$k1,$k2,$k3 on every node; a node started that way knows both peers' keys."""
+    items = []
+    for i in (1, 2, 3):
+        d = tmp_path / f"n{i}"
+        d.mkdir()
+        cp = run_cli(nsrvd_bin, ["keygen", "-o", str(d / "gossip.key"), "-n", str(i)], workdir=tmp_path)
+        assert cp.returncode == 0, _out(cp)
+        out = cp.stdout.decode()
+        m = PEER_KEY_ITEM.fullmatch(out)
+        assert m and m.groups() == (str(i), "1"), f"stdout must be one {i}:1:PUBLIC item, got {out!r}"
+        # The explanation is for a person, on stderr, naming the file and the keys to set.
+        err = cp.stderr.decode()
+        assert str(d / "gossip.key") in err and "gossipPeerKeys" in err and f"gossipNodeId={i}" in err, err
+        assert stat.S_IMODE(os.stat(d / "gossip.key").st_mode) == 0o600
+        items.append(out.strip())
+    cfg = _gossip_config(1, tmp_path / "n1" / "gossip.key", items, tmp_path / "n1")
+    node = nsrvd_factory(cfg)
+    g = _status(cfg["statusPort"])["gossip"]
+    assert g["nodeId"] == 1, g
+    assert sorted(p["id"] for p in g["peers"]) == [2, 3], g
+    # A key id other than 1 shows in the item too (rotation).
+    cp = run_cli(nsrvd_bin, ["keygen", "-o", str(tmp_path / "n1" / "next.key"), "-n", "1", "-k", "2"], workdir=tmp_path)
+    m = PEER_KEY_ITEM.fullmatch(cp.stdout.decode())
+    assert cp.returncode == 0 and m and m.groups() == ("1", "2"), _out(cp)
+    assert node.alive()
+
+
+SERVICE_UID = 65534  # nobody: stands in for the package's nsrvd user
+
+
+def _service_dir() -> Path:
+    """A directory outside the test's private temp tree (pytest's is 0700 root), which a
+    process running as SERVICE_UID can enter."""
+    d = Path(tempfile.mkdtemp(prefix="nsrvd-svc-"))
+    d.chmod(0o755)
+    return d
+
+
+def _as_service_user(nsrvd_bin: str, d: Path) -> str:
+    """A wrapper that runs nsrvd as SERVICE_UID, as the unit's User= does (setpriv execs, so
+    the process the test signals is nsrvd itself)."""
+    w = d / "nsrvd-as-service"
+    w.write_text("#!/bin/sh\nexec setpriv --reuid=%d --regid=%d --clear-groups -- %s \"$@\"\n"
+                 % (SERVICE_UID, SERVICE_UID, os.path.abspath(nsrvd_bin)))
+    w.chmod(0o755)
+    return str(w)
+
+
+def test_keygen_as_root_gives_the_key_to_the_directory_owner(nsrvd_bin, tmp_path):
+    """The package's procedure: root makes the key in /var/lib/nsrvd (owned by the service user);
+    the key is that user's and the service, running as that user, starts gossip with it."""
+    if os.geteuid() != 0:
+        pytest.fail("needs root (keygen hands the key over only when run as root; CI runs as root)")
+    import shutil
+
+    d = _service_dir()
+    try:
+        data = d / "data"
+        data.mkdir()
+        os.chown(data, SERVICE_UID, SERVICE_UID)
+        data.chmod(0o750)
+        key = data / "gossip.key"
+        cp = run_cli(nsrvd_bin, ["keygen", "-o", str(key), "-n", "1"], workdir=tmp_path)
+        assert cp.returncode == 0, _out(cp)
+        st = os.stat(key)
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (SERVICE_UID, SERVICE_UID, 0o600), st
+        assert f"the owner of {data}" in cp.stderr.decode(), _out(cp)
+        item = cp.stdout.decode().strip()
+        # A root-owned directory keeps root's key root's (nothing to hand over).
+        cp2 = run_cli(nsrvd_bin, ["keygen", "-o", str(d / "root.key"), "-n", "2"], workdir=tmp_path)
+        assert cp2.returncode == 0 and os.stat(d / "root.key").st_uid == 0, _out(cp2)
+
+        port = free_port()
+        cfg = {"listenPort": port, "bindAddress": "127.0.0.1", "kvConfigPath": str(data / "kvConfig.json"),
+               **_gossip_config(1, key, [item, cp2.stdout.decode().strip()], data)}
+        node = NsrvdProcess(_as_service_user(nsrvd_bin, d), d / "run", None, port=port, name="svc",
+                            raw_config="".join(f"{k}={v}\n" for k, v in cfg.items()), env={"HOME": str(data)})
+        (d / "run").chmod(0o755)
+        node.config_path.chmod(0o644)
+        node.start()
+        try:
+            # Up and staying up: the gossip engine runs with the key (the loop would have exited).
+            time.sleep(scaled(0.5))
+            assert node.alive(), node.tail()
+            g = _status(cfg["statusPort"])["gossip"]
+            assert g["nodeId"] == 1 and [p["id"] for p in g["peers"]] == [2], g
+        finally:
+            rc = node.terminate(10)
+        assert rc == 0, node.tail()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_unreadable_key_names_the_file_the_user_and_the_fix(nsrvd_bin, tmp_path):
+    """A key the node's user cannot read (made by root per habit) stops the node with the file,
+    the user it runs as and the fix, never a bare 'Permission denied'."""
+    import shutil
+
+    d = _service_dir()
+    try:
+        key = d / "gossip.key"
+        cp = run_cli(nsrvd_bin, ["keygen", "-o", str(key), "-n", "1"], workdir=tmp_path)
+        assert cp.returncode == 0, _out(cp)
+        data = d / "data"
+        data.mkdir()
+        if os.geteuid() == 0:
+            binary, user = _as_service_user(nsrvd_bin, d), pwd.getpwuid(SERVICE_UID).pw_name
+            os.chown(data, SERVICE_UID, SERVICE_UID)
+        else:  # mode 0 keeps the file from its own owner too (but not from root)
+            binary, user = nsrvd_bin, pwd.getpwuid(os.geteuid()).pw_name
+            key.chmod(0)
+        cfg = _gossip_config(1, key, [cp.stdout.decode().strip()], data)
+        conf = d / "node.properties"
+        conf.write_text(f"listenPort={free_port()}\nbindAddress=127.0.0.1\nkvConfigPath={data}/kv.json\n"
+                        + "".join(f"{k}={v}\n" for k, v in cfg.items()))
+        conf.chmod(0o644)
+        run = run_cli(binary, ["-c", str(conf)], workdir=data, timeout=20)
+        out = _out(run)
+        assert run.returncode != 0, out
+        assert f"gossipSecretKeyFile '{key}'" in out, out
+        assert f"runs as user {user}" in out and f"chown {user}: '{key}'" in out, out
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -1,6 +1,7 @@
 """The HTTP status endpoint (/health, /status, /metrics) and the `nsrvd status` CLI."""
 
 import json
+import os
 import signal
 import socket
 import urllib.error
@@ -9,7 +10,7 @@ import urllib.request
 import pytest
 
 from nsrv_check import register_ok, wait_until
-from nsrvd_proc import free_port, run_cli, scaled
+from nsrvd_proc import free_port, run_cli, scaled, write_properties
 from rmq import Broker, NamesrvClient, RequestCode, ResponseCode, TopicConfig
 
 T = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 4, 4, 6)]
@@ -88,6 +89,67 @@ def test_status_cli(status_node, connect, nsrvd_bin, tmp_path):
     assert bad.returncode == 1 and "cannot connect" in bad.stderr.decode(), bad
     usage = run_cli(nsrvd_bin, ["status", "--bogus"], workdir=tmp_path)
     assert usage.returncode == 1 and "usage: nsrvd status" in usage.stderr.decode(), usage
+
+
+PACKAGED_CONFIG = "/etc/nsrvd/nsrvd.properties"
+
+
+def test_status_cli_reads_the_config_file(status_node, connect, nsrvd_bin, tmp_path):
+    """`nsrvd status -c FILE` finds the node as the node itself does (the same -c file), a
+    listener on every address through loopback, and names the key to set when there is none."""
+    register_ok(NamesrvClient(connect(status_node)), Broker(name="broker-c", addr="127.0.0.1:10998"), T)
+    out = run_cli(nsrvd_bin, ["status", "-c", str(status_node.config_path)], workdir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "broker-c" in out.stdout.decode()
+    wild = tmp_path / "wild.properties"
+    write_properties(wild, {"statusAddress": "0.0.0.0", "statusPort": status_node.status_port})
+    out = run_cli(nsrvd_bin, ["status", "--json", "-c", str(wild)], workdir=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["node"]["listenPort"] == status_node.port
+    off = tmp_path / "off.properties"
+    write_properties(off, {"listenPort": status_node.port})
+    out = run_cli(nsrvd_bin, ["status", "-c", str(off)], workdir=tmp_path)
+    err = out.stderr.decode()
+    assert out.returncode == 1 and str(off) in err and "statusPort=0" in err and "set statusPort" in err, err
+    both = run_cli(nsrvd_bin, ["status", "-c", str(off), f"127.0.0.1:{status_node.status_port}"], workdir=tmp_path)
+    assert both.returncode == 1 and "not both" in both.stderr.decode(), both
+
+
+def test_status_cli_without_an_address(nsrvd_bin, tmp_path):
+    """No HOST:PORT and no -c: the packaged configuration, else which key and argument to give
+    (statusPort is 0, off, by default: there is no port to guess)."""
+    out = run_cli(nsrvd_bin, ["status"], workdir=tmp_path)
+    err = out.stderr.decode()
+    if os.path.exists(PACKAGED_CONFIG):  # a machine with the package: that file is the one read
+        assert out.returncode == 0 or PACKAGED_CONFIG in err, (out.returncode, err)
+        return
+    assert out.returncode == 1, (out.stdout, err)
+    assert PACKAGED_CONFIG in err and "HOST:PORT" in err and "-c FILE" in err and "statusPort" in err, err
+    assert "cannot connect" not in err, err
+
+
+def test_status_cli_names_the_nameserver_port(status_node, nsrvd_bin, tmp_path):
+    """Pointed at the NameServer port (listenPort), which answers RocketMQ frames and not HTTP,
+    `nsrvd status` says so and names the status listener, instead of 'unexpected reply'."""
+    out = run_cli(nsrvd_bin, ["status", f"127.0.0.1:{status_node.port}"], workdir=tmp_path)
+    err = out.stderr.decode()
+    assert out.returncode == 1, (out.stdout, err)
+    assert f"127.0.0.1:{status_node.port} looks like the NameServer port" in err and "statusPort" in err, err
+    # Through a configuration whose statusPort is wrongly the NameServer's: the file's value is named.
+    wrong = tmp_path / "wrong.properties"
+    write_properties(wrong, {"statusPort": status_node.port})
+    out = run_cli(nsrvd_bin, ["status", "-c", str(wrong)], workdir=tmp_path)
+    err = out.stderr.decode()
+    assert out.returncode == 1 and "looks like the NameServer port" in err, err
+    assert f"the status listener of {wrong} is statusPort={status_node.port}" in err, err
+    # A port that answers neither HTTP nor RocketMQ is not called a NameServer.
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        out = run_cli(nsrvd_bin, ["status", f"127.0.0.1:{srv.getsockname()[1]}"], workdir=tmp_path, timeout=30)
+    err = out.stderr.decode()
+    assert out.returncode == 1 and "gave no HTTP reply" in err and "NameServer" not in err, err
+    assert get(status_node, "/health")[0] == 200  # the probe did the node no harm
 
 
 def test_health_reports_shutdown(status_node, connect):

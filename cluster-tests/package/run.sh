@@ -1,7 +1,8 @@
 #!/bin/sh
 # Package test: installs the nsrvd .deb (cpack -G DEB) into a clean Debian 12 root made by
-# debootstrap, starts nsrvd there from its installed paths as the nsrvd user, asks it for a
-# route, upgrades the package (an edited conffile must survive), then checks that remove
+# debootstrap, makes a gossip key as the README says (root, keygen into /var/lib/nsrvd),
+# starts nsrvd there from its installed paths as the nsrvd user with gossip on, asks it for a
+# route and `nsrvd status` for its view, upgrades the package (an edited conffile must survive), then checks that remove
 # keeps /var/lib/nsrvd and purge deletes it. Needs root, debootstrap and network access to
 # the Debian mirror (debootstrap's default) for the root and the package's dependencies.
 #
@@ -58,12 +59,65 @@ for f in README.md docs/README.md docs/compatibility.md docker/README.md; do
 done
 grep -q '^## Three nodes on one host' "$root/usr/share/doc/nsrvd/README.md" || fail "README.md there is not the guide"
 
-# The host's network namespace is shared: pick a free port, set it in the conffile (an edit
-# the upgrade below must keep).
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# The host's network namespace is shared: pick free ports, set them in the conffile (an edit
+# the upgrade below must keep). Gossip uses its number for UDP and TCP.
+free_port() {
+    python3 -c '
+import socket
+while True:
+    t = socket.socket(); t.bind(("127.0.0.1", 0)); p = t.getsockname()[1]
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        u.bind(("127.0.0.1", p)); print(p); break
+    except OSError:
+        pass'
+}
+port=$(free_port) status_port=$(free_port) gossip_port=$(free_port) peer_port=$(free_port)
 echo "listenPort=$port" >>"$root/etc/nsrvd/nsrvd.properties"
 
-step "start as nsrvd on port $port"
+# Gossip keys as the README gives them for the package: root runs keygen into /var/lib/nsrvd,
+# the key is the service user's; the printed item goes into every node's gossipPeerKeys.
+# Node 2's key stands for one made on another host.
+step "gossip key per the docs"
+item1=$(in_root nsrvd keygen -o /var/lib/nsrvd/gossip.key -n 1 2>"$work/keygen.log") ||
+    { cat "$work/keygen.log"; fail "keygen"; }
+item2=$(in_root nsrvd keygen -o /tmp/node2.key -n 2 2>>"$work/keygen.log") || { cat "$work/keygen.log"; fail "keygen"; }
+case $item1 in 1:1:*=) ;; *) fail "keygen printed '$item1', not one 1:1:PUBLIC item" ;; esac
+owner=$(in_root stat -c %U:%G:%a /var/lib/nsrvd/gossip.key)
+[ "$owner" = "nsrvd:nsrvd:600" ] || fail "key made by root in /var/lib/nsrvd is $owner, not nsrvd:nsrvd:600"
+{
+    echo "statusPort=$status_port"
+    echo "gossipEnable=true"
+    echo "gossipNodeId=1"
+    echo "gossipListenAddress=127.0.0.1"
+    echo "gossipPort=$gossip_port"
+    echo "gossipPeers=2@127.0.0.1:$peer_port"
+    echo "gossipPeerKeys=$item1,$item2"
+    echo "gossipSecretKeyFile=/var/lib/nsrvd/gossip.key"
+} >>"$root/etc/nsrvd/nsrvd.properties"
+
+# What the unit does: User=nsrvd, HOME=/var/lib/nsrvd, -c the conffile.
+as_service() {
+    chroot "$root" setpriv --reuid=nsrvd --regid=nsrvd --init-groups --no-new-privs \
+        env -i HOME=/var/lib/nsrvd /usr/bin/nsrvd "$@"
+}
+
+step "a key root made outside /var/lib/nsrvd: the service names its user and the fix"
+in_root nsrvd keygen -o /etc/nsrvd/root.key -n 1 >/dev/null 2>&1 || fail "keygen /etc/nsrvd/root.key"
+sed -e 's#^gossipSecretKeyFile=.*#gossipSecretKeyFile=/etc/nsrvd/root.key#' \
+    -e "s#^listenPort=.*#listenPort=$peer_port#" -e 's#^statusPort=.*#statusPort=0#' \
+    "$root/etc/nsrvd/nsrvd.properties" >"$root/etc/nsrvd/root-key.properties"
+chmod 0644 "$root/etc/nsrvd/root-key.properties"
+if as_service -c /etc/nsrvd/root-key.properties >"$work/rootkey.log" 2>&1; then
+    cat "$work/rootkey.log"; fail "started with a key its user cannot read"
+fi
+grep -q "gossipSecretKeyFile '/etc/nsrvd/root.key': permission denied: nsrvd runs as user nsrvd" "$work/rootkey.log" &&
+    grep -q "chown nsrvd: '/etc/nsrvd/root.key'" "$work/rootkey.log" ||
+    { cat "$work/rootkey.log"; fail "unreadable key: no message naming the file, the user and the fix"; }
+rm -f "$root/etc/nsrvd/root.key" "$root/etc/nsrvd/root-key.properties"
+
+step "start as nsrvd on port $port, gossip on $gossip_port, status on $status_port"
+# Not through as_service: $! must be nsrvd itself (chroot, setpriv and env exec), not a subshell.
 chroot "$root" setpriv --reuid=nsrvd --regid=nsrvd --init-groups --no-new-privs \
     env -i HOME=/var/lib/nsrvd /usr/bin/nsrvd -c /etc/nsrvd/nsrvd.properties >"$work/nsrvd.log" 2>&1 &
 pid=$!
@@ -93,6 +147,13 @@ r = NamesrvClient(Connection("127.0.0.1", port, sock=tls)).get_route("PackageTes
 assert r.code == ResponseCode.TOPIC_NOT_EXIST, r
 print("route query answered (TOPIC_NOT_EXIST), KV put accepted, the same over TLS")
 PY
+# `nsrvd status` with no address reads the packaged configuration (root may read it).
+in_root nsrvd status >"$work/status.txt" 2>&1 || { cat "$work/status.txt" "$work/nsrvd.log"; fail "nsrvd status"; }
+grep -q "^gossip    node 1," "$work/status.txt" || { cat "$work/status.txt"; fail "nsrvd status shows no gossip node 1"; }
+# Stays up with its key: a node that cannot use it exits within milliseconds of starting.
+sleep 2
+kill -0 "$pid" 2>/dev/null || { cat "$work/nsrvd.log"; fail "nsrvd did not stay up"; }
+echo "gossip on with the key made per the docs; nsrvd status (no address) answered"
 kill -TERM "$pid"
 wait "$pid" || fail "nsrvd exit code $? after SIGTERM"
 pid=
@@ -116,4 +177,4 @@ step "purge deletes it"
 in_root dpkg -P nsrvd >/dev/null
 [ ! -e "$root/var/lib/nsrvd" ] || fail "purge kept /var/lib/nsrvd"
 [ ! -e "$root/etc/nsrvd/nsrvd.properties" ] || fail "purge kept the conffile"
-echo "PASS: package install, start as nsrvd, route query, upgrade, remove, purge"
+echo "PASS: package install, key per the docs, start as nsrvd with gossip, route query, status, upgrade, remove, purge"

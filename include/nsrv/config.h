@@ -157,6 +157,10 @@ bool nsrv_config_key_default_computed(size_t i);
 
 /* ---- command line (cli.c) ---- */
 
+/* The configuration file of the Debian package (conf/packaging.cmake installs it, the unit
+ * passes it with -c): where `nsrvd status` looks when given neither an address nor -c. */
+#define NSRV_PACKAGED_CONFIG "/etc/nsrvd/nsrvd.properties"
+
 typedef struct {
     const char *config_file;  /* -c/--configFile FILE, or NULL; borrowed from argv */
     const char *namesrv_addr; /* -n/--namesrvAddr: accepted and ignored, as in Java */

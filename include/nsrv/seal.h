@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "nsrv/common.h"
 
@@ -24,7 +25,7 @@
 #define NSRV_SEAL_HASH_LEN 32
 /* base64 (standard alphabet, padded) of 32 bytes, without the NUL */
 #define NSRV_SEAL_B64_32_LEN 44
-/* Room for the line nsrv_seal_keygen_files prints, NUL included. */
+/* Room for the public-key item nsrv_seal_keygen_files writes, NUL included. */
 #define NSRV_SEAL_LINE_MAX 96
 
 /*
@@ -88,9 +89,12 @@ int nsrv_seal_pubkey_token_parse(nsrv_str_t tok, uint8_t *node_id, uint8_t *key_
  * Secret-key file: base64 of the 32-byte seed, then "\n". Written mode 0600
  * through a temp file, fsync and link(2), so an existing file is never
  * replaced (-EEXIST) and a crash leaves either no file or a complete one.
- * Blocking. Returns 0 or -errno.
+ * owner/group as for fchown(2): (uid_t)-1 and (gid_t)-1 keep the caller's;
+ * others give the file to that account before it appears under path (root
+ * making the key of a service account). Blocking. Returns 0 or -errno.
  */
-int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN]);
+int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN], uid_t owner,
+                      gid_t group);
 /* The key file's bytes (len of them, not NUL-terminated): the base64 seed, surrounding
  * whitespace ignored. Returns 0 or a negative errno. The file checks stay in sk_load. */
 int nsrv_seal_sk_parse(const char *text, size_t len, uint8_t pk[NSRV_SEAL_PK_LEN],
@@ -106,10 +110,19 @@ int nsrv_seal_sk_load(const char *path, uint8_t pk[NSRV_SEAL_PK_LEN], uint8_t sk
 
 /*
  * `nsrvd keygen`: creates a key pair, saves the seed to path (see
- * nsrv_seal_sk_save; -EEXIST if path exists) and writes into line the text to
- * print for the peers' configs:
- *   "gossipPeerKeys=<node_id>:<key_id>:<base64 public key>"
+ * nsrv_seal_sk_save, owner and group included; -EEXIST if path exists) and
+ * writes into line the public-key item every node's gossipPeerKeys lists (the
+ * items of all nodes joined with commas):
+ *   "<node_id>:<key_id>:<base64 public key>"
  * line_cap must be >= NSRV_SEAL_LINE_MAX. Returns 0 or -errno.
  */
-int nsrv_seal_keygen_files(const char *path, uint8_t node_id, uint8_t key_id, char *line,
-                           size_t line_cap);
+int nsrv_seal_keygen_files(const char *path, uint8_t node_id, uint8_t key_id, uid_t owner,
+                           gid_t group, char *line, size_t line_cap);
+
+/*
+ * The start-up (or reload) error for a gossipSecretKeyFile that nsrv_seal_sk_load refused
+ * with rc, in words that name the file, the user nsrvd runs as and the fix. node_id is the
+ * node's gossipNodeId (for the keygen command it suggests).
+ */
+void nsrv_seal_sk_load_explain(const char *path, int rc, unsigned node_id, char *err,
+                               size_t errlen);

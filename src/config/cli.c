@@ -123,13 +123,20 @@ int nsrv_cli_parse(int argc, char **argv, nsrv_cli_t *out, char *err, size_t err
 
 void nsrv_cli_usage(FILE *f) {
     fputs("usage: nsrvd [-c <file>] [-h] [-n <addr>] [-p] [--version]\n"
-          "       nsrvd <subcommand> [args...]\n"
+          "       nsrvd status [HOST:PORT | -c <file>] [--json]\n"
+          "       nsrvd keygen -o <secret_key_file> -n <node_id> [-k <key_id>]\n"
           " -c,--configFile <file>     Name server config properties file\n"
           " -h,--help                  Print help\n"
           " -n,--namesrvAddr <addr>    Name server address list (accepted for mqnamesrv\n"
           "                            compatibility and ignored)\n"
           " -p,--printConfigItem       Print all config items and exit\n"
-          "    --version               Print the version and exit\n",
+          "    --version               Print the version and exit\n"
+          "Subcommands (nsrvd <subcommand> --help for more):\n"
+          "  status    show a running node's view (node, gossip peers, brokers) from its\n"
+          "            status listener (statusPort); without HOST:PORT it reads -c <file>,\n"
+          "            else " NSRV_PACKAGED_CONFIG "\n"
+          "  keygen    make a node's gossip key pair: the secret key to a file, the public\n"
+          "            key on stdout as one ID:KEYID:PUBLIC item of gossipPeerKeys\n",
           f);
 }
 

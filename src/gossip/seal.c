@@ -151,7 +151,8 @@ int nsrv_seal_pubkey_token_parse(nsrv_str_t tok, uint8_t *node_id, uint8_t *key_
     return 0;
 }
 
-int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN]) {
+int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN], uid_t owner,
+                      gid_t group) {
     char text[NSRV_SEAL_B64_32_LEN + 2];
     int n = nsrv_seal_b64_encode(seed, NSRV_SEAL_SEED_LEN, text, sizeof text);
     if (n < 0)
@@ -171,6 +172,10 @@ int nsrv_seal_sk_save(const char *path, const uint8_t seed[NSRV_SEAL_SEED_LEN]) 
     }
     /* The umask can only remove bits; make the mode exact anyway. */
     if (fchmod(fd, 0600) != 0)
+        rc = -errno;
+    /* On the descriptor, before the name exists: a path could be swapped by whoever owns the
+     * directory, and root must never chown a file it did not just create. */
+    if (rc == 0 && (owner != (uid_t)-1 || group != (gid_t)-1) && fchown(fd, owner, group) != 0)
         rc = -errno;
     if (rc == 0)
         rc = nsrv_fd_write_all(fd, text, (size_t)n);
@@ -256,19 +261,18 @@ cleanup:
     return rc;
 }
 
-int nsrv_seal_keygen_files(const char *path, uint8_t node_id, uint8_t key_id, char *line,
-                           size_t line_cap) {
+int nsrv_seal_keygen_files(const char *path, uint8_t node_id, uint8_t key_id, uid_t owner,
+                           gid_t group, char *line, size_t line_cap) {
     if (line_cap < NSRV_SEAL_LINE_MAX || node_id == 0 || node_id == 255)
         return -EINVAL;
     uint8_t seed[NSRV_SEAL_SEED_LEN], pk[NSRV_SEAL_PK_LEN], sk[NSRV_SEAL_SK_LEN];
     nsrv_seal_random(seed, sizeof seed);
     nsrv_seal_keypair_from_seed(seed, pk, sk);
-    int rc = nsrv_seal_sk_save(path, seed);
+    int rc = nsrv_seal_sk_save(path, seed, owner, group);
     if (rc == 0) {
         char b64[NSRV_SEAL_B64_32_LEN + 1];
         nsrv_seal_b64_encode(pk, sizeof pk, b64, sizeof b64);
-        snprintf(line, line_cap, "gossipPeerKeys=%u:%u:%s", (unsigned)node_id, (unsigned)key_id,
-                 b64);
+        snprintf(line, line_cap, "%u:%u:%s", (unsigned)node_id, (unsigned)key_id, b64);
     }
     nsrv_seal_wipe(seed, sizeof seed);
     nsrv_seal_wipe(sk, sizeof sk);

@@ -138,8 +138,8 @@ static int apply_config(nsrv_gossip_t *g, const nsrv_config_t *cfg, bool first, 
     uint8_t pk[NSRV_SEAL_PK_LEN];
     rc = nsrv_seal_sk_load(cfg->gossip_secret_key_file, pk, g->sk);
     if (rc != 0) {
-        snprintf(err, errlen, "gossipSecretKeyFile '%s': %s%s", cfg->gossip_secret_key_file,
-                 strerror(-rc), rc == -EPERM ? " (must not be readable by group or others)" : "");
+        nsrv_seal_sk_load_explain(cfg->gossip_secret_key_file, rc, (unsigned)cfg->gossip_node_id,
+                                  err, errlen);
         return rc;
     }
     if (!first)

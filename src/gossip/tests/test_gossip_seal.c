@@ -109,23 +109,25 @@ static mode_t file_mode(const char *p) {
     return st.st_mode & 07777;
 }
 
+#define NO_OWNER ((uid_t)-1)
+#define NO_GROUP ((gid_t)-1)
+
 static void test_key_files(void **state) {
     (void)state;
     char p[128], line[NSRV_SEAL_LINE_MAX];
     path_in(p, sizeof p, "node1.key");
     mode_t old = umask(0); /* even with a permissive umask the file is 0600 */
-    assert_int_equal(nsrv_seal_keygen_files(p, 1, 3, line, sizeof line), 0);
+    assert_int_equal(nsrv_seal_keygen_files(p, 1, 3, NO_OWNER, NO_GROUP, line, sizeof line), 0);
     umask(old);
     assert_int_equal(file_mode(p), 0600);
-    assert_int_equal(strncmp(line, "gossipPeerKeys=1:3:", 19), 0);
-    assert_int_equal(strlen(line), 19 + 44);
+    /* One item of gossipPeerKeys, nothing around it: the docs join three of them with commas. */
+    assert_int_equal(strncmp(line, "1:3:", 4), 0);
+    assert_int_equal(strlen(line), 4 + 44);
 
     /* The printed public key is the file's. */
     uint8_t pk[32], sk[64], node, kid, pk_line[32];
     assert_int_equal(nsrv_seal_sk_load(p, pk, sk), 0);
-    assert_int_equal(nsrv_seal_pubkey_token_parse(nsrv_str_c(line + strlen("gossipPeerKeys=")),
-                                                  &node, &kid, pk_line),
-                     0);
+    assert_int_equal(nsrv_seal_pubkey_token_parse(nsrv_str_c(line), &node, &kid, pk_line), 0);
     assert_int_equal(node, 1);
     assert_int_equal(kid, 3);
     assert_memory_equal(pk, pk_line, 32);
@@ -135,7 +137,8 @@ static void test_key_files(void **state) {
 
     /* Never overwritten. */
     char line2[NSRV_SEAL_LINE_MAX];
-    assert_int_equal(nsrv_seal_keygen_files(p, 1, 3, line2, sizeof line2), -EEXIST);
+    assert_int_equal(nsrv_seal_keygen_files(p, 1, 3, NO_OWNER, NO_GROUP, line2, sizeof line2),
+                     -EEXIST);
     uint8_t pk_again[32];
     assert_int_equal(nsrv_seal_sk_load(p, pk_again, sk), 0);
     assert_memory_equal(pk, pk_again, 32);
@@ -156,8 +159,9 @@ static void test_key_files(void **state) {
     assert_int_equal(nsrv_seal_sk_load(link_path, pk, sk), 0);
 
     /* Bad arguments and content. */
-    assert_int_equal(nsrv_seal_keygen_files(p, 1, 1, line, 10), -EINVAL);
-    assert_int_equal(nsrv_seal_keygen_files(p, 0, 1, line, sizeof line), -EINVAL);
+    assert_int_equal(nsrv_seal_keygen_files(p, 1, 1, NO_OWNER, NO_GROUP, line, 10), -EINVAL);
+    assert_int_equal(nsrv_seal_keygen_files(p, 0, 1, NO_OWNER, NO_GROUP, line, sizeof line),
+                     -EINVAL);
     char q[128];
     path_in(q, sizeof q, "missing.key");
     assert_int_equal(nsrv_seal_sk_load(q, pk, sk), -ENOENT);
@@ -178,7 +182,7 @@ static void test_key_files(void **state) {
     uint8_t seed[32];
     for (int i = 0; i < 32; i++)
         seed[i] = (uint8_t)i;
-    assert_int_equal(nsrv_seal_sk_save(q, seed), 0);
+    assert_int_equal(nsrv_seal_sk_save(q, seed, NO_OWNER, NO_GROUP), 0);
     assert_int_equal(file_mode(q), 0600);
     gt_key_t k = gt_key_1_1();
     assert_int_equal(nsrv_seal_sk_load(q, pk, sk), 0);
@@ -192,6 +196,32 @@ static void test_key_files(void **state) {
     nsrv_free(text);
 }
 
+/* Root making a service account's key: the file is that account's from the start; anyone else
+ * asking for a foreign owner is refused by the kernel and leaves no file behind. */
+static void test_key_file_owner(void **state) {
+    (void)state;
+    const uid_t uid = 65534;
+    const gid_t gid = 65534;
+    char p[128], line[NSRV_SEAL_LINE_MAX];
+    path_in(p, sizeof p, "service.key");
+    int rc = nsrv_seal_keygen_files(p, 2, 1, uid, gid, line, sizeof line);
+    struct stat st;
+    if (geteuid() == 0) {
+        assert_int_equal(rc, 0);
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_uid, uid);
+        assert_int_equal(st.st_gid, gid);
+        assert_int_equal(st.st_mode & 07777, 0600);
+    } else {
+        assert_int_equal(rc, -EPERM);
+        assert_int_equal(stat(p, &st), -1);
+    }
+    /* No temp file is left either way. */
+    char tmp_name[160];
+    snprintf(tmp_name, sizeof tmp_name, "%s.tmp.%ld", p, (long)getpid());
+    assert_int_equal(access(tmp_name, F_OK), -1);
+}
+
 NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_sign_verify),
                cmocka_unit_test(test_hash_known_answers), cmocka_unit_test(test_b64_and_tokens),
-               cmocka_unit_test(test_key_files))
+               cmocka_unit_test(test_key_files), cmocka_unit_test(test_key_file_owner))
