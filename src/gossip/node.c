@@ -125,6 +125,7 @@ static int emit_cb(void *ud, const uint8_t *d, size_t len) {
     emit_ctx_t *e = ud;
     e->n->c.dgrams_sent++;
     e->n->c.bytes_sent += len;
+    nsrv__trace_sent(e->n, e->dst, d, len);
     nsrv__emit(e->n, NSRV_GOSSIP_ACT_SEND, e->dst, 0, d, len);
     return 0;
 }
@@ -377,10 +378,15 @@ static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
     if (!i || seen == 0) {
         /* Unknown broker, or no clock anchor for this peer yet: a pull brings
          * the registration and anchors the peer's clock (proto/gossip.md §7.6). */
+        nsrv__trace_entry(n, pid, m, e->bkey, seen ? NSRV__ENTRY_UNKNOWN : NSRV__ENTRY_NO_ANCHOR);
         nsrv__pend_add(n, pid, e->bkey, &e->dv, now);
         return;
     }
     nsrv_peer_seen_t r = nsrv_route_peer_seen(n->rt, i->cluster, i->addr, &e->dv, seen, now);
+    nsrv__trace_entry(n, pid, m, e->bkey,
+                      r == NSRV_PEER_SEEN_UNKNOWN ? NSRV__ENTRY_UNKNOWN
+                      : r == NSRV_PEER_SEEN_NEWER ? NSRV__ENTRY_NEWER
+                                                  : NSRV__ENTRY_APPLIED);
     if (r == NSRV_PEER_SEEN_UNKNOWN || r == NSRV_PEER_SEEN_NEWER)
         nsrv__pend_add(n, pid, e->bkey, &e->dv, now);
     if (seen > i->via_seen_ms) {
@@ -420,6 +426,7 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
         return rc;
     }
     uint8_t pid = nsrv_gossip_peer_id(p);
+    nsrv__trace_accepted(n, pid, &m);
     nsrv_gossip_peer_info_t info;
     nsrv_gossip_peer_info(p, &info);
     if (info.new_incarnation) {
@@ -683,4 +690,5 @@ void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf
         "from the peer's last direct heartbeat of it to its being routable here.");
     nsrv_hist_write(out, "nsrvd_gossip_convergence_lag_seconds", "", &n->conv_lag);
     nsrv__refusal_metrics(n, out, now_mono);
+    nsrv__trace_metrics(n, out);
 }

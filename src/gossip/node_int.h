@@ -68,6 +68,15 @@ typedef struct {
     int logged_reason;
 } nsrv__refusal_t;
 
+/* What became of one digest entry from a peer (node_trace.c names them). */
+enum {
+    NSRV__ENTRY_APPLIED,   /* its age was taken */
+    NSRV__ENTRY_UNKNOWN,   /* we hold no such broker: pulled */
+    NSRV__ENTRY_NEWER,     /* the peer has a newer data version: pulled */
+    NSRV__ENTRY_NO_ANCHOR, /* no clock anchor of the peer's incarnation: pulled */
+    NSRV__ENTRY_N
+};
+
 /* Everything the engine keeps about one peer (besides its security state in
  * nsrv_gossip_peer_t, which the peer table owns). */
 typedef struct {
@@ -87,6 +96,9 @@ typedef struct {
     nsrv_gossip_pull_dec_t *dec;
     uint64_t last_pull_ok, last_pull_fail;
     nsrv__refusal_t refused;
+    /* sequence numbers sent and accepted, entries by outcome (node_trace.c) */
+    uint64_t seq_sent, seq_accepted, inc_accepted;
+    uint64_t entries[NSRV__ENTRY_N];
 } nsrv__peer_state_t;
 
 /* One queued output; its bytes live in the outbox buffer. */
@@ -146,6 +158,13 @@ uint64_t nsrv__pull_expire(nsrv_gossip_node_t *n, uint64_t now_mono);
 void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
                         const struct sockaddr *from, int reason, bool tcp, uint64_t now);
 void nsrv__refusal_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out, uint64_t now);
+
+/* node_trace.c */
+void nsrv__trace_sent(nsrv_gossip_node_t *n, uint8_t dst, const uint8_t *d, size_t len);
+void nsrv__trace_accepted(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_msg_t *m);
+void nsrv__trace_entry(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_msg_t *m,
+                       uint64_t bkey, int outcome);
+void nsrv__trace_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out);
 
 /* node_sched.c */
 void nsrv__emit(nsrv_gossip_node_t *n, uint8_t kind, uint8_t peer, uint32_t pull_id, const void *d,
