@@ -35,6 +35,9 @@ typedef struct {
     uint8_t repeats;      /* deltas still to carry it (NSRV_GOSSIP_DELTA_REPEATS) */
     nsrv_data_version_t sent_dv;
     uint64_t sent_created; /* the live entry it carried: a returning broker is news */
+    uint64_t news_ms;      /* when sent_dv became news (NSRV_GOSSIP_NEWS_UNTIL_CONFIRMED_MS) */
+    uint64_t confirmed[4]; /* peers (bit = node id) known to hold sent_dv since then */
+    bool for_unconfirmed;  /* the delta being built carries it only to unconfirmed peers */
 } nsrv__ident_t;
 
 /* A registration refused from one peer's pull, by key: not pulled again at
@@ -140,6 +143,10 @@ nsrv__ident_t *nsrv__ident_find(nsrv_gossip_node_t *n, uint64_t bkey);
 nsrv__ident_t *nsrv__ident_put(nsrv_gossip_node_t *n, uint64_t bkey, nsrv_str_t cluster,
                                nsrv_str_t name, int64_t id, nsrv_str_t addr, uint64_t now);
 uint64_t nsrv__info_bkey(const nsrv_route_live_info_t *li);
+/* Peer holds the broker of bkey at dv (it pulled it from us, or reported it itself): our news
+ * of it need not be repeated to that peer any more. */
+void nsrv__ident_confirm(nsrv_gossip_node_t *n, uint64_t bkey, const nsrv_data_version_t *dv,
+                         uint8_t peer);
 int nsrv__cmp_u64(const void *a, const void *b);
 nsrv_gossip_send_opts_t nsrv__send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint64_t now_mono,
                                         int64_t now_wall);
