@@ -11,8 +11,10 @@
  * Before the entries were repeated until confirmed, a broker whose six delta
  * copies to one peer were all lost (0.3^6 per peer, and one run of lost
  * datagrams spans the copies of several brokers registered together) waited
- * for the next full digest that got through: about 1 broker in 700 took
- * 2-12 s, so these 3 x SEEDS x BROKERS registrations at 30 % loss failed.
+ * for the next full digest that got through (2-15 s). On that engine 5 of 60
+ * such schedules at 30 % loss had a broker over 2 s; each 30 % case below
+ * runs SEEDS schedules that include one of them (node 3: seed 6, 8 s; node 2:
+ * seed 13, 5.2 s), so both failed there.
  *
  * Also pinned: news a peer has confirmed is not repeated beyond the fixed
  * 1 + NSRV_GOSSIP_DELTA_REPEATS copies, and news no peer confirms stops after
@@ -22,7 +24,7 @@
 #include "testlib.h"
 
 #define BROKERS 300
-#define SEEDS 3
+#define SEEDS 10
 #define SPACING_MS 40
 #define MAX_MS 2000
 #define P99_MS 1000
@@ -87,10 +89,10 @@ static uint64_t run_schedule(uint64_t seed, uint8_t victim, uint32_t drop_pm, ui
     return worst;
 }
 
-static void check_tail(uint8_t victim, uint32_t drop_pm) {
+static void check_tail(uint8_t victim, uint32_t drop_pm, uint64_t first_seed) {
     uint64_t *all = nsrv_calloc(SEEDS * BROKERS, sizeof *all);
-    for (uint64_t seed = 0; seed < SEEDS; seed++)
-        run_schedule(1000 * victim + drop_pm + seed, victim, drop_pm, all + seed * BROKERS);
+    for (uint64_t k = 0; k < SEEDS; k++)
+        run_schedule(1000 * victim + drop_pm + first_seed + k, victim, drop_pm, all + k * BROKERS);
     size_t n = SEEDS * BROKERS, over = 0;
     qsort(all, n, sizeof *all, cmp_u64);
     for (size_t k = 0; k < n; k++)
@@ -106,17 +108,17 @@ static void check_tail(uint8_t victim, uint32_t drop_pm) {
 
 static void test_node3_restarted_30pct_loss(void **state) {
     (void)state;
-    check_tail(3, 300);
+    check_tail(3, 300, 0);
 }
 
 static void test_node2_restarted_30pct_loss(void **state) {
     (void)state;
-    check_tail(2, 300);
+    check_tail(2, 300, 10);
 }
 
 static void test_node3_restarted_10pct_loss(void **state) {
     (void)state;
-    check_tail(3, 100);
+    check_tail(3, 100, 0);
 }
 
 /* Delta entries for bkey that node src sent to dst from log index `from` on. */
