@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What each peer was sent and what we took from it (proto/gossip.md §8.2):
+ * What each peer was sent and what we took from it (proto/gossip.md §8.3):
  * per peer the incarnation and sequence numbers sent and accepted, and for
  * every digest entry whether it was applied or why not. Counted for
  * /metrics always; each datagram and each entry not applied is also a
@@ -15,8 +15,8 @@
 
 #include "node_int.h"
 
-static const char *const TYPE_NAMES[] = {"?",           "DIGEST_FULL", "DIGEST_DELTA",
-                                         "SYNC_REQ",    "TOMBSTONE",   "PULL_REQ"};
+static const char *const TYPE_NAMES[] = {"?",        "DIGEST_FULL", "DIGEST_DELTA",
+                                         "SYNC_REQ", "TOMBSTONE",   "PULL_REQ"};
 
 static const char *type_name(uint8_t t) {
     return t < NSRV_ARRAY_LEN(TYPE_NAMES) ? TYPE_NAMES[t] : "?";
@@ -59,7 +59,8 @@ void nsrv__trace_sent(nsrv_gossip_node_t *n, uint8_t dst, const uint8_t *d, size
     size_t off;
     if (nsrv_gossip_msg_decode_header(d, len, &m, &off) != 0)
         return;
-    nsrv_log_debug("GOSSIP", "node %u sent %s to node %u: inc %" PRIu64 " seq %" PRIu64 " mono %" PRIu64
+    nsrv_log_debug("GOSSIP",
+                   "node %u sent %s to node %u: inc %" PRIu64 " seq %" PRIu64 " mono %" PRIu64
                    ", %zu bytes",
                    n->o.node_id, type_name(m.type), dst, m.src_inc, m.seq, m.src_mono_ms, len);
 }
@@ -80,9 +81,10 @@ void nsrv__trace_entry(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_msg
     nsrv__ps(n, pid)->entries[outcome]++;
     if (outcome != NSRV__ENTRY_APPLIED)
         nsrv_log_debug("GOSSIP",
-                       "node %u: entry %016" PRIx64 " of %s from node %u (inc %" PRIu64 " seq %" PRIu64
-                       ") not applied: %s",
-                       n->o.node_id, bkey, type_name(m->type), pid, m->src_inc, m->seq, ENTRY_WHY[outcome]);
+                       "node %u: entry %016" PRIx64 " of %s from node %u (inc %" PRIu64
+                       " seq %" PRIu64 ") not applied: %s",
+                       n->o.node_id, bkey, type_name(m->type), pid, m->src_inc, m->seq,
+                       ENTRY_WHY[outcome]);
 }
 
 void nsrv__trace_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out) {
@@ -118,9 +120,8 @@ void nsrv__trace_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out) {
     for (size_t i = 0; i < np; i++) {
         uint8_t id = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
         for (int r = 0; r < NSRV__ENTRY_N; r++)
-            nsrv_buf_printf(out,
-                            "nsrvd_gossip_peer_entries_total{peer=\"%u\",result=\"%s\"} %" PRIu64
-                            "\n",
-                            id, ENTRY_NAMES[r], nsrv__ps(n, id)->entries[r]);
+            nsrv_buf_printf(
+                out, "nsrvd_gossip_peer_entries_total{peer=\"%u\",result=\"%s\"} %" PRIu64 "\n", id,
+                ENTRY_NAMES[r], nsrv__ps(n, id)->entries[r]);
     }
 }
