@@ -140,7 +140,7 @@ def test_no_slow_tail_after_restarts(cluster_factory, results, victim, percent):
         c.start()
         restart_twice(c, victim)
         lags = register_and_time(c, f"v{victim}l{percent}")
-        entries: Dict[int, Dict[str, float]] = {}  # per node: digest entries by result (§8.3)
+        entries: Dict[int, Dict[str, float]] = {}  # per node: digest entries by result (proto/gossip.md §8.3)
         for nd in c.nodes:
             for k, v in nd.metrics().items():
                 if k.startswith("nsrvd_gossip_peer_entries_total{") and v:
