@@ -34,6 +34,7 @@ SCAN_MS = 1000
 DIGEST_MS = 1000
 RESTART_COMPLETE_S = 0.5  # target: a restarted node is complete within 0.5 s
 ARRIVAL_P99_S = 1.0  # target: a broker heard by one node is routable everywhere within 1 s
+ARRIVAL_MAX_S = 2.0  # and none of them later than this under loss (no wait for a full digest)
 HEAL_GRACE_S = 1.0  # after a heal/resume, the same 1 s to converge before errors count again
 INF = float("inf")
 

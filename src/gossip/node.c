@@ -58,6 +58,17 @@ static void ident_free(nsrv_gossip_node_t *n, nsrv__ident_t *i) {
     nsrv_free(i);
 }
 
+static bool ident_confirmed(const nsrv__ident_t *i, uint8_t peer) {
+    return (i->confirmed[peer / 64] >> (peer % 64)) & 1u;
+}
+
+void nsrv__ident_confirm(nsrv_gossip_node_t *n, uint64_t bkey, const nsrv_data_version_t *dv,
+                         uint8_t peer) {
+    nsrv__ident_t *i = nsrv__ident_find(n, bkey);
+    if (i && i->sent && nsrv_data_version_cmp(dv, &i->sent_dv) >= 0)
+        i->confirmed[peer / 64] |= (uint64_t)1 << (peer % 64);
+}
+
 uint64_t nsrv__info_bkey(const nsrv_route_live_info_t *li) {
     return nsrv_gossip_bkey(nsrv_str_c(li->cluster), nsrv_str_c(li->broker_name), li->broker_id,
                             nsrv_str_c(li->broker_addr));
@@ -125,6 +136,7 @@ static int emit_cb(void *ud, const uint8_t *d, size_t len) {
     emit_ctx_t *e = ud;
     e->n->c.dgrams_sent++;
     e->n->c.bytes_sent += len;
+    nsrv__trace_sent(e->n, e->dst, d, len);
     nsrv__emit(e->n, NSRV_GOSSIP_ACT_SEND, e->dst, 0, d, len);
     return 0;
 }
@@ -141,6 +153,7 @@ typedef struct {
     nsrv_gossip_entry_t *e;
     size_t count, cap;
     bool changed_only;
+    bool unconfirmed; /* some entries go only to peers that have not confirmed them */
 } collect_t;
 
 /* Our direct observations only: gossip never re-announces what peers said. */
@@ -155,12 +168,20 @@ static void collect_cb(void *ud, const nsrv_route_live_info_t *li) {
     bool changed = !i->sent || !nsrv_data_version_eq(&i->sent_dv, &li->data_version) ||
                    i->sent_created != li->created_ms;
     if (changed) {
-        /* News: this send, then NSRV_GOSSIP_DELTA_REPEATS more deltas. */
+        /* News: this send, then NSRV_GOSSIP_DELTA_REPEATS more deltas to every peer, then
+         * more to those that have not confirmed it. */
         i->repeats = NSRV_GOSSIP_DELTA_REPEATS;
-    } else if (c->changed_only) {
-        if (i->repeats == 0)
+        i->news_ms = c->now;
+        memset(i->confirmed, 0, sizeof i->confirmed);
+    }
+    i->for_unconfirmed = false;
+    if (!changed && c->changed_only) {
+        if (i->repeats > 0)
+            i->repeats--;
+        else if (c->now - i->news_ms >= NSRV_GOSSIP_NEWS_UNTIL_CONFIRMED_MS)
             return;
-        i->repeats--;
+        else
+            i->for_unconfirmed = c->unconfirmed = true; /* filtered per peer in send_delta */
     }
     i->sent = true;
     i->sent_dv = li->data_version;
@@ -272,14 +293,16 @@ static void send_full_to(nsrv_gossip_node_t *n, uint8_t dst, const nsrv_gossip_e
 }
 
 static size_t collect_direct(nsrv_gossip_node_t *n, uint64_t now, bool changed_only,
-                             nsrv_gossip_entry_t **out) {
-    collect_t c = {n, now, NULL, 0, 0, changed_only};
+                             nsrv_gossip_entry_t **out, bool *unconfirmed) {
+    collect_t c = {n, now, NULL, 0, 0, changed_only, false};
     nsrv_route_foreach_live(n->rt, now, collect_cb, &c);
     if (c.count > 1) {
         qsort(c.e, c.count, sizeof c.e[0], cmp_entry);
         c.count = dedupe_entries(c.e, c.count);
     }
     *out = c.e;
+    if (unconfirmed)
+        *unconfirmed = c.unconfirmed;
     return c.count;
 }
 
@@ -290,7 +313,7 @@ void nsrv_gossip_node_send_full(nsrv_gossip_node_t *n, uint64_t now_mono, int64_
     nsrv_route_foreach_live(n->rt, now_mono, touch_cb, &t);
     forget_idents(n, now_mono);
     nsrv_gossip_entry_t *e;
-    size_t k = collect_direct(n, now_mono, false, &e);
+    size_t k = collect_direct(n, now_mono, false, &e, NULL);
     n->round++;
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++)
         send_full_to(n, nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i)), e, k, now_mono,
@@ -300,16 +323,30 @@ void nsrv_gossip_node_send_full(nsrv_gossip_node_t *n, uint64_t now_mono, int64_
 
 void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall) {
     nsrv_gossip_entry_t *e;
-    size_t k = collect_direct(n, now_mono, true, &e);
+    bool unconfirmed = false;
+    size_t k = collect_direct(n, now_mono, true, &e, &unconfirmed);
+    nsrv_gossip_entry_t *mine = unconfirmed ? nsrv_malloc(k * sizeof *mine) : NULL;
     bool new_tombs = false;
     for (size_t i = 0; i < n->n_tombs; i++)
         new_tombs |= n->tombs[i].deltas <= NSRV_GOSSIP_DELTA_REPEATS;
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         uint8_t dst = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
-        if (k) {
+        const nsrv_gossip_entry_t *send = e;
+        size_t ks = k;
+        if (unconfirmed) {
+            /* Past its fixed repeats, an entry goes only to peers that have not confirmed it. */
+            ks = 0;
+            for (size_t j = 0; j < k; j++) {
+                const nsrv__ident_t *id = nsrv__ident_find(n, e[j].bkey);
+                if (!id || !id->for_unconfirmed || !ident_confirmed(id, dst))
+                    mine[ks++] = e[j];
+            }
+            send = mine;
+        }
+        if (ks) {
             emit_ctx_t ec = {n, dst};
             nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
-            nsrv_gossip_sender_delta(&n->sender, &so, e, k, emit_cb, &ec);
+            nsrv_gossip_sender_delta(&n->sender, &so, send, ks, emit_cb, &ec);
         }
         if (new_tombs)
             send_tombs(n, dst, true, now_mono, now_wall);
@@ -317,6 +354,7 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
     for (size_t i = 0; i < n->n_tombs; i++)
         if (n->tombs[i].deltas <= NSRV_GOSSIP_DELTA_REPEATS)
             n->tombs[i].deltas++;
+    nsrv_free(mine);
     nsrv_free(e);
 }
 
@@ -377,10 +415,17 @@ static void on_entry(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint8_t pid,
     if (!i || seen == 0) {
         /* Unknown broker, or no clock anchor for this peer yet: a pull brings
          * the registration and anchors the peer's clock (proto/gossip.md §7.6). */
+        nsrv__trace_entry(n, pid, m, e->bkey, seen ? NSRV__ENTRY_UNKNOWN : NSRV__ENTRY_NO_ANCHOR);
         nsrv__pend_add(n, pid, e->bkey, &e->dv, now);
         return;
     }
+    /* The peer observes the broker itself: it holds it, our news of it can stop. */
+    nsrv__ident_confirm(n, e->bkey, &e->dv, pid);
     nsrv_peer_seen_t r = nsrv_route_peer_seen(n->rt, i->cluster, i->addr, &e->dv, seen, now);
+    nsrv__trace_entry(n, pid, m, e->bkey,
+                      r == NSRV_PEER_SEEN_UNKNOWN ? NSRV__ENTRY_UNKNOWN
+                      : r == NSRV_PEER_SEEN_NEWER ? NSRV__ENTRY_NEWER
+                                                  : NSRV__ENTRY_APPLIED);
     if (r == NSRV_PEER_SEEN_UNKNOWN || r == NSRV_PEER_SEEN_NEWER)
         nsrv__pend_add(n, pid, e->bkey, &e->dv, now);
     if (seen > i->via_seen_ms) {
@@ -395,7 +440,7 @@ static void answer_sync(nsrv_gossip_node_t *n, uint8_t pid, uint64_t now_mono, i
         return;
     ps->last_sync_reply = now_mono;
     nsrv_gossip_entry_t *e;
-    size_t k = collect_direct(n, now_mono, false, &e);
+    size_t k = collect_direct(n, now_mono, false, &e, NULL);
     send_full_to(n, pid, e, k, now_mono, now_wall);
     nsrv_free(e);
 }
@@ -420,6 +465,7 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
         return rc;
     }
     uint8_t pid = nsrv_gossip_peer_id(p);
+    nsrv__trace_accepted(n, pid, &m);
     nsrv_gossip_peer_info_t info;
     nsrv_gossip_peer_info(p, &info);
     if (info.new_incarnation) {
@@ -683,4 +729,5 @@ void nsrv_gossip_node_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf
         "from the peer's last direct heartbeat of it to its being routable here.");
     nsrv_hist_write(out, "nsrvd_gossip_convergence_lag_seconds", "", &n->conv_lag);
     nsrv__refusal_metrics(n, out, now_mono);
+    nsrv__trace_metrics(n, out);
 }

@@ -35,6 +35,9 @@ typedef struct {
     uint8_t repeats;      /* deltas still to carry it (NSRV_GOSSIP_DELTA_REPEATS) */
     nsrv_data_version_t sent_dv;
     uint64_t sent_created; /* the live entry it carried: a returning broker is news */
+    uint64_t news_ms;      /* when sent_dv became news (NSRV_GOSSIP_NEWS_UNTIL_CONFIRMED_MS) */
+    uint64_t confirmed[4]; /* peers (bit = node id) known to hold sent_dv since then */
+    bool for_unconfirmed;  /* the delta being built carries it only to unconfirmed peers */
 } nsrv__ident_t;
 
 /* A registration refused from one peer's pull, by key: not pulled again at
@@ -68,6 +71,15 @@ typedef struct {
     int logged_reason;
 } nsrv__refusal_t;
 
+/* What became of one digest entry from a peer (node_trace.c names them). */
+enum {
+    NSRV__ENTRY_APPLIED,   /* its age was taken */
+    NSRV__ENTRY_UNKNOWN,   /* we hold no such broker: pulled */
+    NSRV__ENTRY_NEWER,     /* the peer has a newer data version: pulled */
+    NSRV__ENTRY_NO_ANCHOR, /* no clock anchor of the peer's incarnation: pulled */
+    NSRV__ENTRY_N
+};
+
 /* Everything the engine keeps about one peer (besides its security state in
  * nsrv_gossip_peer_t, which the peer table owns). */
 typedef struct {
@@ -87,6 +99,9 @@ typedef struct {
     nsrv_gossip_pull_dec_t *dec;
     uint64_t last_pull_ok, last_pull_fail;
     nsrv__refusal_t refused;
+    /* sequence numbers sent and accepted, entries by outcome (node_trace.c) */
+    uint64_t seq_sent, seq_accepted, inc_accepted;
+    uint64_t entries[NSRV__ENTRY_N];
 } nsrv__peer_state_t;
 
 /* One queued output; its bytes live in the outbox buffer. */
@@ -128,6 +143,10 @@ nsrv__ident_t *nsrv__ident_find(nsrv_gossip_node_t *n, uint64_t bkey);
 nsrv__ident_t *nsrv__ident_put(nsrv_gossip_node_t *n, uint64_t bkey, nsrv_str_t cluster,
                                nsrv_str_t name, int64_t id, nsrv_str_t addr, uint64_t now);
 uint64_t nsrv__info_bkey(const nsrv_route_live_info_t *li);
+/* Peer holds the broker of bkey at dv (it pulled it from us, or reported it itself): our news
+ * of it need not be repeated to that peer any more. */
+void nsrv__ident_confirm(nsrv_gossip_node_t *n, uint64_t bkey, const nsrv_data_version_t *dv,
+                         uint8_t peer);
 int nsrv__cmp_u64(const void *a, const void *b);
 nsrv_gossip_send_opts_t nsrv__send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint64_t now_mono,
                                         int64_t now_wall);
@@ -146,6 +165,13 @@ uint64_t nsrv__pull_expire(nsrv_gossip_node_t *n, uint64_t now_mono);
 void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
                         const struct sockaddr *from, int reason, bool tcp, uint64_t now);
 void nsrv__refusal_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out, uint64_t now);
+
+/* node_trace.c */
+void nsrv__trace_sent(nsrv_gossip_node_t *n, uint8_t dst, const uint8_t *d, size_t len);
+void nsrv__trace_accepted(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_msg_t *m);
+void nsrv__trace_entry(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_msg_t *m,
+                       uint64_t bkey, int outcome);
+void nsrv__trace_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out);
 
 /* node_sched.c */
 void nsrv__emit(nsrv_gossip_node_t *n, uint8_t kind, uint8_t peer, uint32_t pull_id, const void *d,

@@ -443,6 +443,9 @@ int nsrv_gossip_node_serve_pull(nsrv_gossip_node_t *n, const uint8_t *req, size_
         };
         if (nsrv_gossip_pull_enc_item(&enc, &it, out) != 0)
             nsrv_log_warn("GOSSIP", "broker '%s' left out of a pull reply", li->broker_addr);
+        else
+            /* The peer asked for it and gets it: our news of it can stop. */
+            nsrv__ident_confirm(n, it.bkey, &it.dv, m.src);
     }
     nsrv_gossip_pull_enc_finish(&enc, n->sender.sk, n->sender.key_id, n->sender.inc,
                                 now_mono - n->sender.mono_start_ms, out);
