@@ -103,6 +103,8 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         srv->gossip_metrics = NULL;
         srv->gossip_degraded = NULL;
         srv->liveness_source = NULL;
+        /* The peers drop us from their address service now, not after the alive window. */
+        nsrv_gossip_leave(srv->gossip);
         nsrv_gossip_stop(srv->gossip);
         srv->gossip = NULL;
     }
@@ -177,6 +179,11 @@ static void reload(nsrv_server_t *srv) {
                          reload_gossip_keys)) {
             nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
             whole = false;
+        }
+        if (srv->gossip) {
+            nsrv__announce_t ann;
+            nsrv__nsaddr_announce(srv, srv->cfg, &ann);
+            nsrv_gossip_set_announce(srv->gossip, &ann.a);
         }
         if (whole)
             nsrv_log_notice("SERVER", "SIGHUP: reloaded '%s'", srv->config_file);
@@ -287,7 +294,9 @@ static int start_gossip(nsrv_server_t *srv) {
     if (!srv->cfg->gossip_enable)
         return 0;
     char err[512] = "";
-    srv->gossip = nsrv_gossip_start(&srv->loop, srv->cfg, srv->rt, err, sizeof err);
+    nsrv__announce_t ann;
+    nsrv__nsaddr_announce(srv, srv->cfg, &ann);
+    srv->gossip = nsrv_gossip_start(&srv->loop, srv->cfg, srv->rt, &ann.a, err, sizeof err);
     if (!srv->gossip) {
         nsrv_log_error("GOSSIP", "cannot start: %s", err);
         return -1;
