@@ -262,3 +262,8 @@ void nsrv__conn_input_changed(nsrv_conn_t *c);
 
 /* status.c: binds the status endpoint when statusPort != 0. Returns 0 or a uv error. */
 int nsrv__status_start(nsrv_server_t *srv);
+
+/* GET /ready: a node with gossip whose peers never answer is ready this long after start. */
+#define NSRV_READY_WINDOW_MS 30000
+/* The readiness rule (status.c); appends one line saying why to why. */
+bool nsrv__ready(nsrv_server_t *srv, nsrv_buf_t *why);
