@@ -63,7 +63,7 @@ static inline size_t nsrv_fmt_i32(char *dst, int32_t v) {
     return sizeof tmp - i;
 }
 
-/* Longest text nsrv_fmt_duration_ms writes, with its NUL (UINT64_MAX ms: "213503982334d07h"). */
+/* Longest text nsrv_fmt_duration_ms writes, with its NUL (UINT64_MAX ms: "213503982334d14h"). */
 #define NSRV_DURATION_TEXT_MAX 24
 
 /* A duration for people: "0.4s" below 10 s (one decimal, truncated), "12s" below a minute,

@@ -429,10 +429,13 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     nsrv_gossip_peer_info(p, &info);
     if (info.new_incarnation) {
         /* The peer (re)started, perhaps as another version: whether it speaks ANNOUNCE is
-         * learnt again. It wants our observations now, not in 5 s. */
+         * learnt again (a peer that never did keeps its spent tries: if it now does, its own
+         * ANNOUNCE says so). It wants our observations now, not in 5 s. */
         nsrv__peer_state_t *ps = nsrv__ps(n, pid);
-        ps->announced = false;
-        ps->announces_sent = 0;
+        if (ps->announced) {
+            ps->announced = false;
+            ps->announces_sent = 0;
+        }
         nsrv_log_notice("GOSSIP", "node %u has a new incarnation %" PRIu64, pid, info.incarnation);
         answer_sync(n, pid, now_mono, now_wall);
     }
