@@ -199,8 +199,7 @@ void nsrv_gossip_node_set_announce(nsrv_gossip_node_t *n, const nsrv_gossip_anno
 size_t nsrv_gossip_node_leave(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
 /* "up", "silent", "left" or "unresolved" (a named peer whose name gives no address);
  * NULL for an unknown peer. */
-const char *nsrv_gossip_node_peer_state(nsrv_gossip_node_t *n, uint8_t peer_id,
-                                        uint64_t now_mono);
+const char *nsrv_gossip_node_peer_state(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t now_mono);
 /* What the peer announced, as host:port text; NULL if nothing (or no status endpoint). */
 const char *nsrv_gossip_node_peer_nsaddr(nsrv_gossip_node_t *n, uint8_t peer_id);
 const char *nsrv_gossip_node_peer_status_addr(nsrv_gossip_node_t *n, uint8_t peer_id);

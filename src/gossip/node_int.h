@@ -91,13 +91,13 @@ typedef struct {
     uint64_t last_pull_ok, last_pull_fail;
     nsrv__refusal_t refused;
     /* presence (node_presence.c, proto/gossip.md §5.7, §5.8) */
-    bool announced;          /* an ANNOUNCE came from its current incarnation: it speaks them */
-    uint8_t announces_sent;  /* to its current incarnation while it has not announced */
+    bool announced;         /* an ANNOUNCE came from its current incarnation: it speaks them */
+    uint8_t announces_sent; /* to its current incarnation while it has not announced */
     char ns_addr[NSRV__ADDR_TEXT_MAX];     /* its NameServer address, "" until announced */
     char status_addr[NSRV__ADDR_TEXT_MAX]; /* its status endpoint, "" if none */
-    uint64_t left_inc;       /* the incarnation that said LEAVE; 0 none */
-    bool silent;             /* logged as silent, not back yet */
-    uint64_t gone_at;        /* last valid packet before it went silent, or its LEAVE */
+    uint64_t left_inc;                     /* the incarnation that said LEAVE; 0 none */
+    bool silent;                           /* logged as silent, not back yet */
+    uint64_t gone_at; /* last valid packet before it went silent, or its LEAVE */
 } nsrv__peer_state_t;
 
 /* One queued output; its bytes live in the outbox buffer. */

@@ -169,8 +169,7 @@ void nsrv__watch_peer(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint64_t now
     }
 }
 
-const char *nsrv_gossip_node_peer_state(nsrv_gossip_node_t *n, uint8_t peer_id,
-                                        uint64_t now_mono) {
+const char *nsrv_gossip_node_peer_state(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t now_mono) {
     nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(n->peers, peer_id);
     if (!p)
         return NULL;

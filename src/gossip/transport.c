@@ -192,8 +192,7 @@ static int bind_both(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size
 }
 
 nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv_route_t *rt,
-                                 const nsrv_gossip_announce_t *announce, char *err,
-                                 size_t errlen) {
+                                 const nsrv_gossip_announce_t *announce, char *err, size_t errlen) {
     if (cfg->gossip_node_id < NSRV_GOSSIP_NODE_MIN) {
         snprintf(err, errlen, "gossipNodeId must be set (1..254) when gossipEnable=true");
         return NULL;

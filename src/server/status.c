@@ -269,8 +269,8 @@ static void handle(status_conn_t *c, const nsrv_http_req_t *r) {
         nsrv__metrics_write(srv, &body);
         respond(c, 200, "OK", "text/plain; version=0.0.4", &body);
     } else {
-        nsrv_buf_append_c(&body,
-                          "not found: try /, /health, /ready, /status, /metrics or /rocketmq/nsaddr\n");
+        nsrv_buf_append_c(
+            &body, "not found: try /, /health, /ready, /status, /metrics or /rocketmq/nsaddr\n");
         respond(c, 404, "Not Found", "text/plain", &body);
     }
     nsrv_buf_deinit(&body);

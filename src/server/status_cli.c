@@ -105,9 +105,9 @@ static void print_table(FILE *out, const nsrv_json_t *root) {
                 "ADDRESS", "NAMESERVER", "INCARNATION", "KEY", "LAST", "ACCEPTED", "REJECTED");
         for (const nsrv_json_t *p = peers ? peers->child : NULL; p; p = p->next) {
             fprintf(out, "%-6s %-10s %-22s %-22s %-14s %-4s %-8s %-10s ", str_of(p, "id"),
-                    peer_state(p), str_of(p, "addr"), str_of(p, "nsAddr"),
-                    str_of(p, "incarnation"), str_of(p, "keyId"),
-                    age_of(p, "lastValidAgeMs", a1, sizeof a1), str_of(p, "accepted"));
+                    peer_state(p), str_of(p, "addr"), str_of(p, "nsAddr"), str_of(p, "incarnation"),
+                    str_of(p, "keyId"), age_of(p, "lastValidAgeMs", a1, sizeof a1),
+                    str_of(p, "accepted"));
             const nsrv_json_t *rej = nsrv_json_get(p, "rejected");
             bool any = false;
             for (const nsrv_json_t *r = rej ? rej->child : NULL; r; r = r->next) {

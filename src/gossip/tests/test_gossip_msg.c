@@ -432,8 +432,8 @@ static void test_bkey_and_reasons(void **state) {
 static nsrv_gossip_msg_t announce_msg(const char *ns_host, uint16_t ns_port, const char *st_host,
                                       uint16_t st_port) {
     nsrv_gossip_msg_t m = base_msg(NSRV_GOSSIP_ANNOUNCE);
-    m.body.announce = (nsrv_gossip_announce_t){nsrv_str_c(ns_host), ns_port, nsrv_str_c(st_host),
-                                               st_port};
+    m.body.announce =
+        (nsrv_gossip_announce_t){nsrv_str_c(ns_host), ns_port, nsrv_str_c(st_host), st_port};
     return m;
 }
 
@@ -446,8 +446,8 @@ static void test_announce_and_leave(void **state) {
     nsrv_gossip_msg_t d;
     const char *hosts[] = {"", "10.1.2.3", "ns1.example-dc_2", "fe80::1", "::ffff:10.0.0.1"};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(hosts); i++) {
-        nsrv_gossip_msg_t m = announce_msg(hosts[i], 9876, hosts[NSRV_ARRAY_LEN(hosts) - 1 - i],
-                                           (uint16_t)i);
+        nsrv_gossip_msg_t m =
+            announce_msg(hosts[i], 9876, hosts[NSRV_ARRAY_LEN(hosts) - 1 - i], (uint16_t)i);
         roundtrip(&m, &a, &d, &out);
         assert_true(nsrv_str_eq(d.body.announce.ns_host, m.body.announce.ns_host));
         assert_int_equal(d.body.announce.ns_port, 9876);

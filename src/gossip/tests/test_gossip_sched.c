@@ -328,8 +328,7 @@ static void alive_cb(void *ud, uint8_t id, const struct sockaddr *addr, const ch
     (void)addr;
     alive_list_t *l = ud;
     size_t n = strlen(l->list);
-    snprintf(l->list + n, sizeof l->list - n, "%s%u=%s", n ? ";" : "", id,
-             ns_addr ? ns_addr : "-");
+    snprintf(l->list + n, sizeof l->list - n, "%s%u=%s", n ? ";" : "", id, ns_addr ? ns_addr : "-");
 }
 
 static const char *alive(gs_sim_t *s, uint8_t at, alive_list_t *l) {
