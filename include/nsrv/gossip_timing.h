@@ -96,5 +96,5 @@
  * loss with probability 2.7 %, and the other side's announcements, once one arrives, restore the
  * regular ones. */
 #define NSRV_GOSSIP_ANNOUNCE_TRIES 3
-/* LEAVE (§5.8) is sent this many times to each peer: each copy has its own seq. */
+/* LEAVE (proto/gossip.md §5.8) is sent this many times to each peer: each copy has its own seq. */
 #define NSRV_GOSSIP_LEAVE_COPIES 2
