@@ -88,8 +88,42 @@ static void idle_grace_cb(uv_timer_t *t) {
         uv_stop(&srv->loop);
 }
 
+/* Until the node is ready by the rule of GET /ready (a gossip node: synced with a peer, or
+ * its start-up window over), the service manager hears why; READY=1 when it is, so that
+ * `systemctl start` and the units ordered after nsrvd wait for a node that holds the
+ * cluster's view, whether or not a status port is configured. */
+#define READY_POLL_MS 100
+
+static void ready_cb(uv_timer_t *t) {
+    nsrv_server_t *srv = t->data;
+    nsrv_buf_t why = NSRV_BUF_INIT;
+    if (nsrv__ready(srv, &why)) {
+        uv_timer_stop(t);
+        if (why.len && why.data[why.len - 1] == '\n')
+            why.len--;
+        nsrv_log_notice("SERVER", "%.*s", (int)why.len, why.data);
+        nsrv_sd_notify_ready(srv->bound_port);
+    }
+    nsrv_buf_deinit(&why);
+}
+
+static void notify_ready_when_ready(nsrv_server_t *srv) {
+    nsrv_buf_t why = NSRV_BUF_INIT;
+    if (nsrv__ready(srv, &why)) {
+        nsrv_sd_notify_ready(srv->bound_port);
+    } else {
+        if (why.len && why.data[why.len - 1] == '\n')
+            why.len--;
+        nsrv_buf_append_ch(&why, '\0');
+        nsrv_sd_notify_status(why.data);
+        uv_timer_start(&srv->ready_timer, ready_cb, READY_POLL_MS, READY_POLL_MS);
+    }
+    nsrv_buf_deinit(&why);
+}
+
 static void begin_shutdown(nsrv_server_t *srv, int signum) {
     srv->shutting_down = true;
+    uv_timer_stop(&srv->ready_timer);
     nsrv_sd_notify_stopping();
     nsrv_log_notice("SERVER", "received %s: shutting down, %zu connection(s) open",
                     strsignal(signum), srv->n_conns);
@@ -344,6 +378,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     init_timer(srv, &srv->idle_timer);
     init_timer(srv, &srv->deadline_timer);
     init_timer(srv, &srv->idle_grace_timer);
+    init_timer(srv, &srv->ready_timer);
     init_signal(srv, &srv->sig_term, SIGTERM);
     init_signal(srv, &srv->sig_int, SIGINT);
     init_signal(srv, &srv->sig_hup, SIGHUP);
@@ -353,7 +388,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);
     uv_timer_start(&srv->idle_timer, idle_cb, IDLE_CHECK_MS, IDLE_CHECK_MS);
-    nsrv_sd_notify_ready(srv->bound_port);
+    notify_ready_when_ready(srv);
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     exit_code = 0;

@@ -96,6 +96,7 @@ struct nsrv_server {
     uv_timer_t idle_timer;
     uv_timer_t deadline_timer;
     uv_timer_t idle_grace_timer; /* shutdown: when connections with no request since are closed */
+    uv_timer_t ready_timer;      /* until the readiness rule holds: then READY=1 */
     uv_idle_t deferred;
     uv_idle_t resume; /* continues connections that yielded their batch */
     /* Durable writes off the loop (durable.c). */
