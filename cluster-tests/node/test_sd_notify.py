@@ -12,6 +12,8 @@ import subprocess
 
 import pytest
 
+from nsrvd_proc import free_port
+
 
 def _manager(tmp_path, form):
     mgr = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -69,17 +71,11 @@ def test_gossip_node_is_ready_for_systemd_only_by_the_ready_rule(nsrvd_bin, tmp_
                            capture_output=True, text=True, cwd=tmp_path, timeout=30)
         assert r.returncode == 0, r.stderr
         tokens += [ln.split("=", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("gossipPeerKeys=")]
-    free = []
-    for _ in range(2):
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        s.bind(("127.0.0.1", 0))
-        free.append(s)
     conf = tmp_path / "nsrvd.properties"
     conf.write_text(f"listenPort=0\nshutdownWaitTimeSeconds=3\nkvConfigPath={tmp_path}/kv.json\n"
                     f"gossipEnable=true\ngossipNodeId=1\ngossipListenAddress=127.0.0.1\n"
-                    f"gossipPort={free[0].getsockname()[1]}\ngossipSecretKeyFile={tmp_path}/n1.key\n"
-                    f"gossipPeers=2@127.0.0.1:{free[1].getsockname()[1]}\ngossipPeerKeys={','.join(tokens)}\n")
-    free[0].close()  # node 1 binds it; node 2's stays bound and silent
+                    f"gossipPort={free_port()}\ngossipSecretKeyFile={tmp_path}/n1.key\n"
+                    f"gossipPeers=2@127.0.0.1:{free_port()}\ngossipPeerKeys={','.join(tokens)}\n")
     env = dict(os.environ, NOTIFY_SOCKET=name, HOME=str(tmp_path))
     proc = subprocess.Popen([nsrvd_bin, "-c", str(conf)], env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -98,4 +94,3 @@ def test_gossip_node_is_ready_for_systemd_only_by_the_ready_rule(nsrvd_bin, tmp_
             proc.kill()
             proc.wait()
         mgr.close()
-        free[1].close()
