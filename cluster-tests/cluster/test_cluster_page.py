@@ -4,7 +4,8 @@ Debian's headless Chromium loads node 1's page against a running 3-node cluster 
 reads the rendered DOM as a person reads the page: the title names the node, the peers table
 lists nodes 2 and 3 with their incarnations and no refused packets, and the brokers x nodes
 matrix shows a broker heard by every node as ``direct`` in every column and a broker heard by
-node 1 only as ``direct`` there and ``peer:1`` on nodes 2 and 3.
+node 1 only as ``direct`` there and ``peer:1`` on nodes 2 and 3, both with ``?nodes=`` and
+without it (then the page reads the status endpoints the peers announced).
 
 With NSRV_PAGE_SCREENSHOT=FILE.png the test also writes a screenshot (docker/cluster-page.png
 in docs/design/observability.md comes from it).
@@ -132,6 +133,17 @@ def test_cluster_page_in_headless_chromium(cluster_factory):
     assert [cell.split(" · ")[0] for cell in by_addr[everywhere.addr][2:]] == ["direct"] * 3
     assert [cell.split(" · ")[0] for cell in by_addr[solo.addr][2:]] == ["direct", "peer:1", "peer:1"]
     assert by_addr[solo.addr][0] == "DefaultCluster / broker-solo #0"
+
+    # With no ?nodes=, the page reads the status endpoint each peer announced over gossip:
+    # every column is that node's own view (on one host, not node 1's three times).
+    plain = f"http://127.0.0.1:{n1.status_port}/"
+    t2, _ = poll_until(lambda: (lambda r: r if len(r.tables.get("matrix", [])) == 3 and
+                                r.texts.get("updated") != "never" else None)(render(plain)),
+                       scaled(60), interval=0.5)
+    header2, *rows2 = t2.tables["matrix"]
+    assert header2 == ["Broker", "Address", "node 1", "node 2", "node 3"], header2
+    by_addr2 = {r[1]: r for r in rows2}
+    assert [cell.split(" · ")[0] for cell in by_addr2[solo.addr][2:]] == ["direct", "peer:1", "peer:1"]
 
     shot = os.environ.get("NSRV_PAGE_SCREENSHOT")
     if shot:

@@ -13,7 +13,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 from testenv import knob
 
-BOOT_RE = re.compile(r"The Name Server boot success\. serializeType=JSON, address 127\.0\.0\.1:(\d+)")
+BOOT_RE = re.compile(r"The Name Server boot success\. serializeType=JSON, address (?:127\.0\.0\.1|0\.0\.0\.0):(\d+)")
 SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
 
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import socket
 import urllib.error
@@ -82,6 +83,9 @@ def test_status_cli(status_node, connect, nsrvd_bin, tmp_path):
     text = out.stdout.decode()
     assert out.returncode == 0, out.stderr
     assert "broker-cli" in text and "127.0.0.1:10999" in text and "direct" in text
+    # Ages for people ("0.4s", "12s", "3m05s"), not raw milliseconds.
+    assert re.search(r"^node .*, up \d+\.\ds, port ", text, re.M), text
+    assert " ms" not in text, text
     out = run_cli(nsrvd_bin, ["status", "--json", f"127.0.0.1:{status_node.status_port}"], workdir=tmp_path)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["brokers"][0]["brokerName"] == "broker-cli"
@@ -198,3 +202,40 @@ def test_metrics_by_code_latency_sizes_pass_promtool(status_node, connect):
     assert m.get("nsrvd_received_bytes_total") > 0 and m.get("nsrvd_sent_bytes_total") > 0
     [(labels, one)] = m.named("nsrvd_build_info").items()
     assert one == 1 and dict(labels)["version"]
+
+
+def test_ready_without_gossip_then_draining(status_node, connect):
+    # GET /ready: 200 only when the node is ready, 503 with the reason otherwise.
+    assert get(status_node, "/ready") == (200, "ready\n")
+    conn = connect(status_node)  # an open connection keeps the node draining
+    conn.sock.sendall(b"\x00\x00")  # half a frame: the node waits for the rest
+    status_node.signal(signal.SIGTERM)
+    wait_until(lambda: get(status_node, "/ready")[0] == 503, scaled(2), msg="ready did not turn 503")
+    assert get(status_node, "/ready") == (503, "not ready: draining (shutting down)\n")
+    conn.close()
+    status_node._stopped_by_test = True
+    assert status_node.wait(scaled(5)) == 0
+
+
+def test_ready_waits_for_a_pull_in_the_start_up_window(nsrvd_factory, nsrvd_bin, tmp_path):
+    # Gossip on, its one peer never answers: not ready until a pull succeeds or 30 s pass.
+    tokens = []
+    for node_id in (1, 2):
+        r = run_cli(nsrvd_bin, ["keygen", "-o", str(tmp_path / f"n{node_id}.key"), "-n", str(node_id)],
+                    workdir=tmp_path)
+        assert r.returncode == 0, r.stderr
+        tokens += [ln.split("=", 1)[1] for ln in r.stdout.decode().splitlines()
+                   if ln.startswith("gossipPeerKeys=")]
+    port = free_port()
+    node = nsrvd_factory({"statusPort": port, "statusAddress": "127.0.0.1", "gossipEnable": True,
+                          "gossipNodeId": 1, "gossipPort": free_port(), "gossipListenAddress": "127.0.0.1",
+                          "gossipSecretKeyFile": str(tmp_path / "n1.key"),
+                          "gossipStatePath": str(tmp_path / "gossip.state"),
+                          "gossipPeers": f"2@127.0.0.1:{free_port()}", "gossipPeerKeys": ",".join(tokens)})
+    node.status_port = port
+    code, body = get(node, "/ready")
+    assert code == 503, body
+    assert body.startswith("not ready: no pull from a peer yet (start-up window 30 s, ") and \
+        body.endswith(" left)\n"), body
+    # /health is about being alive, not ready: it stays 200.
+    assert get(node, "/health")[0] == 200

@@ -1,6 +1,6 @@
 #!/bin/sh
 # wait-ready [-b N] [-t SECONDS] HOST:STATUSPORT...
-# Polls every node's /status until each is ready (ready.sh: synced with a peer or start-up
+# Polls every node until its GET /ready answers 200 (ready.sh: synced with a peer or start-up
 # window passed) and, with -b N, sees N brokers directly; gives up after -t seconds (300).
 # The broker waits for the nodes before it starts, the clients wait for the broker: start-up
 # order follows real readiness, never a sleep of a guessed length.
@@ -12,7 +12,7 @@ done
 shift $((OPTIND - 1))
 start=$(date +%s)
 for node in "$@"; do
-  until curl -fsS --max-time 2 "http://$node/status" 2>/dev/null | MIN_DIRECT=$min nsrvd-ready; do
+  until MIN_DIRECT=$min nsrvd-ready "$node" 2>/dev/null; do
     if [ $(($(date +%s) - start)) -ge "$limit" ]; then
       echo "wait-ready: $node not ready after ${limit}s" >&2
       exit 1

@@ -42,8 +42,15 @@ int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id
  * (PULL ALL). Returns NULL with a message in err on failure.
  */
 /* cfg outlives the gossip: the registration limits are read from it at each pull. */
+/* announce: what this node tells its peers of where it serves (NULL: nothing). */
 nsrv_gossip_t *nsrv_gossip_start(struct uv_loop_s *loop, const struct nsrv_config *cfg,
-                                 nsrv_route_t *rt, char *err, size_t errlen);
+                                 nsrv_route_t *rt, const nsrv_gossip_announce_t *announce,
+                                 char *err, size_t errlen);
+/* SIGHUP of advertisedAddress: announced from the next full digest on. */
+void nsrv_gossip_set_announce(nsrv_gossip_t *g, const nsrv_gossip_announce_t *announce);
+/* Graceful stop: tells the peers that speak it that this node is leaving (LEAVE datagrams
+ * sent now, before the sockets close). */
+void nsrv_gossip_leave(nsrv_gossip_t *g);
 /* SIGHUP: applies peers, keys and the signing key of cfg; on error keeps the old ones. */
 int nsrv_gossip_reload(nsrv_gossip_t *g, const struct nsrv_config *cfg, char *err, size_t errlen);
 /* Closes every handle; the object frees itself once they are closed. */

@@ -69,7 +69,25 @@ typedef enum {
     NSRV_GOSSIP_SYNC_REQ = 3,
     NSRV_GOSSIP_TOMBSTONE = 4,
     NSRV_GOSSIP_PULL_REQ = 5, /* TCP only */
+    NSRV_GOSSIP_ANNOUNCE = 6, /* where the sender serves (proto/gossip.md §5.7) */
+    NSRV_GOSSIP_LEAVE = 7,    /* the sender is stopping (proto/gossip.md §5.8) */
 } nsrv_gossip_type_t;
+
+/* An announced host: 0..255 bytes of [A-Za-z0-9.:_-]; empty = "the address my datagram
+ * came from" (a node bound to a wildcard address cannot know which of its addresses a
+ * peer reaches). */
+#define NSRV_GOSSIP_ANN_HOST_MAX 255
+
+/* ANNOUNCE body: the NameServer endpoint and the HTTP status endpoint (port 0: none). */
+typedef struct {
+    nsrv_str_t ns_host;
+    uint16_t ns_port; /* 1..65535 */
+    nsrv_str_t status_host;
+    uint16_t status_port;
+} nsrv_gossip_announce_t;
+
+/* True if h is an announceable host (see NSRV_GOSSIP_ANN_HOST_MAX). */
+bool nsrv_gossip_host_valid(nsrv_str_t h);
 
 /*
  * Rejection reasons: the negative return codes NSRV_GOSSIP_E* of the decoders
@@ -146,6 +164,7 @@ typedef struct {
             const uint64_t *keys; /* n == 0: everything the responder holds */
             size_t n;
         } pull;
+        nsrv_gossip_announce_t announce;
     } body;
     /* Set by decoding: the envelope's length, i.e. the bytes the signature covers. */
     size_t signed_len;
@@ -262,6 +281,13 @@ int nsrv_gossip_sender_tombs(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opt
 /* One SYNC_REQ datagram. */
 int nsrv_gossip_sender_sync(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
                             nsrv_gossip_emit_fn emit, void *ud);
+/* One ANNOUNCE datagram to o->dst. Returns 0, -EINVAL (bad host or port) or emit's code. */
+int nsrv_gossip_sender_announce(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
+                                const nsrv_gossip_announce_t *a, nsrv_gossip_emit_fn emit,
+                                void *ud);
+/* One LEAVE datagram to o->dst. */
+int nsrv_gossip_sender_leave(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
+                             nsrv_gossip_emit_fn emit, void *ud);
 /*
  * A PULL_REQ for the TCP connection to peer o->dst (must be a node id, not
  * 255; o->budget is ignored): appends u32 BE length ‖ envelope ‖ signature

@@ -179,10 +179,30 @@ bool nsrv_gossip_node_degraded(const nsrv_gossip_node_t *n, uint64_t now_mono, n
  * intervals old (the address service and nsrvd_gossip_peer_up). */
 #define NSRV_GOSSIP_ALIVE_INTERVALS 3
 uint64_t nsrv_gossip_node_alive_window_ms(const nsrv_gossip_node_t *n);
-/* Calls cb for each peer alive now, in node id order, with its configured gossip address. */
+/* Calls cb for each peer alive now (heard within the window, not gone by LEAVE), in node id
+ * order, with its configured gossip address and the NameServer address it announced (NULL
+ * until it announces one: a peer of an older version never does). */
 void nsrv_gossip_node_foreach_alive(nsrv_gossip_node_t *n, uint64_t now_mono,
-                                    void (*cb)(void *ud, uint8_t id, const struct sockaddr *addr),
+                                    void (*cb)(void *ud, uint8_t id, const struct sockaddr *addr,
+                                               const char *ns_addr),
                                     void *ud);
+
+/*
+ * ---- Presence (proto/gossip.md §5.7, §5.8) ----
+ */
+/* What this node announces: its NameServer endpoint and status endpoint (status_port 0:
+ * none); an empty host means "the address my datagrams come from". Copied. Until a valid
+ * one is set (ns_port 1..65535, hosts per nsrv_gossip_host_valid) nothing is announced. */
+void nsrv_gossip_node_set_announce(nsrv_gossip_node_t *n, const nsrv_gossip_announce_t *a);
+/* Stopping: a LEAVE to every peer that speaks it (it announced itself). Returns how many
+ * peers were told; the datagrams go out through poll like any other. */
+size_t nsrv_gossip_node_leave(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
+/* "up", "silent", "left" or "unresolved" (a named peer whose name gives no address);
+ * NULL for an unknown peer. */
+const char *nsrv_gossip_node_peer_state(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t now_mono);
+/* What the peer announced, as host:port text; NULL if nothing (or no status endpoint). */
+const char *nsrv_gossip_node_peer_nsaddr(nsrv_gossip_node_t *n, uint8_t peer_id);
+const char *nsrv_gossip_node_peer_status_addr(nsrv_gossip_node_t *n, uint8_t peer_id);
 /* "peer:<id>" for a broker last reported by a peer, or NULL. */
 const char *nsrv_gossip_node_source(nsrv_gossip_node_t *n, const nsrv_route_live_info_t *li);
 

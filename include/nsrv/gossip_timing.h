@@ -101,3 +101,12 @@
 #define NSRV_GOSSIP_RESOLVE_MAX_INFLIGHT 2
 /* At start the engine waits for its peers' names this long at most. */
 #define NSRV_GOSSIP_RESOLVE_START_MS 1000
+
+/* ANNOUNCE (proto/gossip.md §5.7): a peer that has not announced itself (perhaps an older
+ * version, which refuses the type) gets this many in all (again after it restarts having
+ * announced itself); one that has, gets one with every full digest. Three tries lose all to 30 %
+ * loss with probability 2.7 %, and the other side's announcements, once one arrives, restore the
+ * regular ones. */
+#define NSRV_GOSSIP_ANNOUNCE_TRIES 3
+/* LEAVE (proto/gossip.md §5.8) is sent this many times to each peer: each copy has its own seq. */
+#define NSRV_GOSSIP_LEAVE_COPIES 2

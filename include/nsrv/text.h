@@ -62,3 +62,11 @@ static inline size_t nsrv_fmt_i32(char *dst, int32_t v) {
     memcpy(dst, tmp + i, sizeof tmp - i);
     return sizeof tmp - i;
 }
+
+/* Longest text nsrv_fmt_duration_ms writes, with its NUL (UINT64_MAX ms: "213503982334d14h"). */
+#define NSRV_DURATION_TEXT_MAX 24
+
+/* A duration for people: "0.4s" below 10 s (one decimal, truncated), "12s" below a minute,
+ * "3m05s" below an hour, "2h05m" below a day, then "3d04h". Writes a NUL-terminated string
+ * into buf (cap >= NSRV_DURATION_TEXT_MAX for every value) and returns buf. */
+char *nsrv_fmt_duration_ms(uint64_t ms, char *buf, size_t cap);

@@ -2,6 +2,8 @@
 /* Strict number parsing and blank tests (include/nsrv/text.h). */
 #include "nsrv/text.h"
 
+#include <stdio.h>
+
 #include <string.h>
 
 bool nsrv_parse_uint(const char *s, size_t len, uint64_t max, uint64_t *out) {
@@ -83,4 +85,20 @@ bool nsrv_is_blank(const char *s, size_t len) {
 
 bool nsrv_is_blank_c(const char *s) {
     return !s || nsrv_is_blank(s, strlen(s));
+}
+
+char *nsrv_fmt_duration_ms(uint64_t ms, char *buf, size_t cap) {
+    uint64_t s = ms / 1000;
+    if (ms < 10000)
+        snprintf(buf, cap, "%u.%us", (unsigned)s, (unsigned)(ms % 1000 / 100));
+    else if (s < 60)
+        snprintf(buf, cap, "%us", (unsigned)s);
+    else if (s < 3600)
+        snprintf(buf, cap, "%um%02us", (unsigned)(s / 60), (unsigned)(s % 60));
+    else if (s < 86400)
+        snprintf(buf, cap, "%uh%02um", (unsigned)(s / 3600), (unsigned)(s % 3600 / 60));
+    else
+        snprintf(buf, cap, "%llud%02uh", (unsigned long long)(s / 86400),
+                 (unsigned)(s % 86400 / 3600));
+    return buf;
 }

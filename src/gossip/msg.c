@@ -76,6 +76,23 @@ static bool entries_ok(const nsrv_gossip_entry_t *e, size_t n, uint64_t lo, uint
     return true;
 }
 
+bool nsrv_gossip_host_valid(nsrv_str_t h) {
+    if (h.len > NSRV_GOSSIP_ANN_HOST_MAX || (h.len && !h.ptr))
+        return false;
+    for (size_t i = 0; i < h.len; i++) {
+        char c = h.ptr[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == ':' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+static bool announce_ok(const nsrv_gossip_announce_t *a) {
+    return a->ns_port != 0 && nsrv_gossip_host_valid(a->ns_host) &&
+           nsrv_gossip_host_valid(a->status_host);
+}
+
 int nsrv__gossip_msg_check(const nsrv_gossip_msg_t *m) {
     if (m->ver != NSRV_GOSSIP_VERSION || !m->cluster.ptr || m->cluster.len == 0 ||
         m->cluster.len > NSRV_GOSSIP_CLUSTER_MAX || m->src < NSRV_GOSSIP_NODE_MIN ||
@@ -97,7 +114,10 @@ int nsrv__gossip_msg_check(const nsrv_gossip_msg_t *m) {
             return -EINVAL;
         return 0;
     case NSRV_GOSSIP_SYNC_REQ:
+    case NSRV_GOSSIP_LEAVE:
         return 0;
+    case NSRV_GOSSIP_ANNOUNCE:
+        return announce_ok(&m->body.announce) ? 0 : -EINVAL;
     case NSRV_GOSSIP_TOMBSTONE: {
         const nsrv_gossip_tomb_t *t = m->body.tomb.tombs;
         if (m->body.tomb.n == 0 || !t)
@@ -152,8 +172,18 @@ void nsrv__gossip_put_prefix(nsrv_buf_t *out, const nsrv_gossip_msg_t *m, size_t
         nsrv__mp_w_array(&w, 1);
         break;
     case NSRV_GOSSIP_SYNC_REQ:
+    case NSRV_GOSSIP_LEAVE:
         nsrv__mp_w_array(&w, 0);
         return;
+    case NSRV_GOSSIP_ANNOUNCE: {
+        const nsrv_gossip_announce_t *a = &m->body.announce;
+        nsrv__mp_w_array(&w, 4);
+        nsrv__mp_w_str(&w, a->ns_host.ptr, a->ns_host.len);
+        nsrv__mp_w_uint(&w, a->ns_port);
+        nsrv__mp_w_str(&w, a->status_host.ptr, a->status_host.len);
+        nsrv__mp_w_uint(&w, a->status_port);
+        return;
+    }
     case NSRV_GOSSIP_PULL_REQ:
         nsrv__mp_w_array(&w, 2);
         nsrv__mp_w_bin(&w, m->body.pull.nonce, NSRV_GOSSIP_NONCE_LEN);
@@ -368,7 +398,21 @@ static int read_body(nsrv__mp_r_t *r, nsrv_arena_t *a, nsrv_gossip_msg_t *m) {
             return -EPROTO;
         return 0;
     case NSRV_GOSSIP_SYNC_REQ:
+    case NSRV_GOSSIP_LEAVE:
         return nsrv__mp_r_array(r, &nf, 0, 1) == 0 && nf == 0 ? 0 : -EPROTO;
+    case NSRV_GOSSIP_ANNOUNCE: {
+        nsrv_gossip_announce_t *an = &m->body.announce;
+        uint64_t ns_port, st_port;
+        if (nsrv__mp_r_array(r, &nf, 4, 1) != 0 || nf != 4 ||
+            nsrv__mp_r_str(r, &an->ns_host, NSRV_GOSSIP_ANN_HOST_MAX) != 0 ||
+            nsrv__mp_r_uint(r, &ns_port, UINT16_MAX) != 0 ||
+            nsrv__mp_r_str(r, &an->status_host, NSRV_GOSSIP_ANN_HOST_MAX) != 0 ||
+            nsrv__mp_r_uint(r, &st_port, UINT16_MAX) != 0)
+            return -EPROTO;
+        an->ns_port = (uint16_t)ns_port;
+        an->status_port = (uint16_t)st_port;
+        return announce_ok(an) ? 0 : -EPROTO;
+    }
     case NSRV_GOSSIP_TOMBSTONE:
         if (nsrv__mp_r_array(r, &nf, 1, 1) != 0 || nf != 1)
             return -EPROTO;
@@ -384,7 +428,7 @@ static int read_body(nsrv__mp_r_t *r, nsrv_arena_t *a, nsrv_gossip_msg_t *m) {
 
 int nsrv_gossip_msg_decode_body(const uint8_t *d, size_t len, size_t body_off, nsrv_arena_t *arena,
                                 nsrv_gossip_msg_t *m) {
-    if (m->type < NSRV_GOSSIP_DIGEST_FULL || m->type > NSRV_GOSSIP_PULL_REQ)
+    if (m->type < NSRV_GOSSIP_DIGEST_FULL || m->type > NSRV_GOSSIP_LEAVE)
         return NSRV_GOSSIP_ETYPE;
     if (len < NSRV_GOSSIP_SIG_LEN || body_off > len - NSRV_GOSSIP_SIG_LEN)
         return NSRV_GOSSIP_EDECODE;

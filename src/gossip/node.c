@@ -315,9 +315,12 @@ void nsrv_gossip_node_send_full(nsrv_gossip_node_t *n, uint64_t now_mono, int64_
     nsrv_gossip_entry_t *e;
     size_t k = collect_direct(n, now_mono, false, &e, NULL);
     n->round++;
-    for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++)
-        send_full_to(n, nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i)), e, k, now_mono,
-                     now_wall);
+    for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
+        uint8_t dst = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
+        /* Every round: a peer that restarted or lost one learns where we serve within it. */
+        nsrv__announce_to(n, dst, now_mono, now_wall);
+        send_full_to(n, dst, e, k, now_mono, now_wall);
+    }
     nsrv_free(e);
 }
 
@@ -439,6 +442,8 @@ static void answer_sync(nsrv_gossip_node_t *n, uint8_t pid, uint64_t now_mono, i
     if (ps->last_sync_reply && now_mono - ps->last_sync_reply < NSRV_GOSSIP_SYNC_REPLY_MIN_MS)
         return;
     ps->last_sync_reply = now_mono;
+    /* It knows nothing of us: where we serve too. */
+    nsrv__announce_to(n, pid, now_mono, now_wall);
     nsrv_gossip_entry_t *e;
     size_t k = collect_direct(n, now_mono, false, &e, NULL);
     send_full_to(n, pid, e, k, now_mono, now_wall);
@@ -469,10 +474,20 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
     nsrv_gossip_peer_info_t info;
     nsrv_gossip_peer_info(p, &info);
     if (info.new_incarnation) {
-        /* The peer (re)started: it wants our observations now, not in 5 s. */
+        /* The peer (re)started, perhaps as another version: whether it speaks ANNOUNCE is
+         * learnt again (a peer that never did keeps its spent tries: if it now does, its own
+         * ANNOUNCE says so). It wants our observations now, not in 5 s. */
+        nsrv__peer_state_t *ps = nsrv__ps(n, pid);
+        if (ps->announced) {
+            ps->announced = false;
+            ps->announces_sent = 0;
+        }
         nsrv_log_notice("GOSSIP", "node %u has a new incarnation %" PRIu64, pid, info.incarnation);
         answer_sync(n, pid, now_mono, now_wall);
     }
+    if (m.type == NSRV_GOSSIP_ANNOUNCE || m.type == NSRV_GOSSIP_LEAVE)
+        nsrv__on_presence(n, pid, &m, from, now_mono);
+    nsrv__watch_peer(n, p, now_mono);
     bool refreshed = false;
     switch (m.type) {
     case NSRV_GOSSIP_DIGEST_FULL: {
@@ -537,14 +552,6 @@ static void reasons_json(nsrv_buf_t *out, const uint64_t *rej) {
     nsrv_buf_append_ch(out, '}');
 }
 
-/* Heard within the alive window: the rule of /status "up", the up gauge and the address
- * service alike. */
-static bool peer_alive(const nsrv_gossip_node_t *n, const nsrv_gossip_peer_info_t *info,
-                       uint64_t now_mono) {
-    return info->has_incarnation &&
-           now_mono - info->last_valid_mono_ms <= nsrv_gossip_node_alive_window_ms(n);
-}
-
 void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *out) {
     nsrv_buf_printf(out, "{\"nodeId\":%u,\"cluster\":", n->o.node_id);
     nsrv_json_write_str(out, n->cluster, strlen(n->cluster), NSRV_JSON_ESC_DEFAULT);
@@ -569,9 +576,24 @@ void nsrv_gossip_node_status_json(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv
         char addr[80] = "";
         if (info.has_addr)
             nsrv_sockaddr_format(nsrv_gossip_peer_addr(p, &alen), addr, sizeof addr);
-        bool up = peer_alive(n, &info, now_mono);
-        nsrv_buf_printf(out, "%s{\"id\":%u,\"addr\":\"%s\",\"up\":%s,", i ? "," : "", info.node_id,
-                        addr, up ? "true" : "false");
+        bool up = nsrv__peer_alive(n, &info, now_mono);
+        nsrv_buf_printf(out, "%s{\"id\":%u,\"addr\":\"%s\",\"up\":%s,\"state\":\"%s\",",
+                        i ? "," : "", info.node_id, addr, up ? "true" : "false",
+                        nsrv_gossip_node_peer_state(n, info.node_id, now_mono));
+        /* What it announced: the address service's entry and the cluster page's link. */
+        const char *ns = nsrv_gossip_node_peer_nsaddr(n, info.node_id);
+        const char *st = nsrv_gossip_node_peer_status_addr(n, info.node_id);
+        nsrv_buf_append_c(out, "\"nsAddr\":");
+        if (ns)
+            nsrv_json_write_str(out, ns, strlen(ns), NSRV_JSON_ESC_DEFAULT);
+        else
+            nsrv_buf_append_c(out, "null");
+        nsrv_buf_append_c(out, ",\"statusAddr\":");
+        if (st)
+            nsrv_json_write_str(out, st, strlen(st), NSRV_JSON_ESC_DEFAULT);
+        else
+            nsrv_buf_append_c(out, "null");
+        nsrv_buf_append_ch(out, ',');
         if (info.host) {
             /* a named peer: its name and whether the last lookup worked */
             nsrv_buf_append_c(out, "\"host\":");
@@ -612,16 +634,18 @@ uint64_t nsrv_gossip_node_alive_window_ms(const nsrv_gossip_node_t *n) {
 }
 
 void nsrv_gossip_node_foreach_alive(nsrv_gossip_node_t *n, uint64_t now_mono,
-                                    void (*cb)(void *ud, uint8_t id, const struct sockaddr *addr),
+                                    void (*cb)(void *ud, uint8_t id, const struct sockaddr *addr,
+                                               const char *ns_addr),
                                     void *ud) {
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         nsrv_gossip_peer_t *p = nsrv_gossip_peers_at(n->peers, i);
         nsrv_gossip_peer_info_t info;
         nsrv_gossip_peer_info(p, &info);
-        if (!peer_alive(n, &info, now_mono))
+        if (!nsrv__peer_alive(n, &info, now_mono))
             continue;
         socklen_t alen;
-        cb(ud, info.node_id, nsrv_gossip_peer_addr(p, &alen));
+        cb(ud, info.node_id, nsrv_gossip_peer_addr(p, &alen),
+           nsrv_gossip_node_peer_nsaddr(n, info.node_id));
     }
 }
 
@@ -649,7 +673,7 @@ static void peer_metrics(nsrv_gossip_node_t *n, uint64_t now_mono, nsrv_buf_t *o
                        "1 while the peer was heard within the alive window (3 gossip intervals).");
     for (size_t i = 0; i < np; i++) {
         nsrv_buf_printf(out, "nsrvd_gossip_peer_up{peer=\"%u\"} %d\n", info[i].node_id,
-                        peer_alive(n, &info[i], now_mono));
+                        nsrv__peer_alive(n, &info[i], now_mono));
     }
     nsrv_metric_family(out, "nsrvd_gossip_peer_incarnation", "gauge",
                        "The peer's current incarnation (rises on each restart).");

@@ -22,6 +22,9 @@
 /* Fresh pulls decode registrations as the newest broker version would send them. */
 #define NSRV__GOSSIP_PULL_BODY_VERSION NSRV_MQ_CURRENT
 
+/* "host:port" or "[v6]:port" of an announced endpoint, with its NUL. */
+#define NSRV__ADDR_TEXT_MAX (NSRV_GOSSIP_ANN_HOST_MAX + 10)
+
 /* What a bkey stands for; learned from our own table or from pulls. */
 typedef struct {
     uint64_t bkey;
@@ -102,6 +105,14 @@ typedef struct {
     /* sequence numbers sent and accepted, entries by outcome (node_trace.c) */
     uint64_t seq_sent, seq_accepted, inc_accepted;
     uint64_t entries[NSRV__ENTRY_N];
+    /* presence (node_presence.c, proto/gossip.md §5.7, §5.8) */
+    bool announced;         /* an ANNOUNCE came from its current incarnation: it speaks them */
+    uint8_t announces_sent; /* to its current incarnation while it has not announced */
+    char ns_addr[NSRV__ADDR_TEXT_MAX];     /* its NameServer address, "" until announced */
+    char status_addr[NSRV__ADDR_TEXT_MAX]; /* its status endpoint, "" if none */
+    uint64_t left_inc;                     /* the incarnation that said LEAVE; 0 none */
+    bool silent;                           /* logged as silent, not back yet */
+    uint64_t gone_at; /* last valid packet before it went silent, or its LEAVE */
 } nsrv__peer_state_t;
 
 /* One queued output; its bytes live in the outbox buffer. */
@@ -135,6 +146,9 @@ struct nsrv_gossip_node {
     nsrv_buf_t scratch;
     nsrv_gossip_counters_t c;
     nsrv_hist_t conv_lag; /* ages of brokers first learned from peers (metrics) */
+    /* what we announce (nsrv_gossip_node_set_announce); ns_port 0: nothing yet */
+    char ann_ns_host[NSRV_GOSSIP_ANN_HOST_MAX + 1], ann_status_host[NSRV_GOSSIP_ANN_HOST_MAX + 1];
+    uint16_t ann_ns_port, ann_status_port;
     char source[16];
 };
 
@@ -172,6 +186,19 @@ void nsrv__trace_accepted(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_
 void nsrv__trace_entry(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_msg_t *m,
                        uint64_t bkey, int outcome);
 void nsrv__trace_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out);
+
+/* node_presence.c */
+/* ANNOUNCE to one peer, if it speaks them or has not had its share of tries yet. */
+void nsrv__announce_to(nsrv_gossip_node_t *n, uint8_t peer, uint64_t now_mono, int64_t now_wall);
+/* An accepted ANNOUNCE or LEAVE. */
+void nsrv__on_presence(nsrv_gossip_node_t *n, uint8_t peer, const nsrv_gossip_msg_t *m,
+                       const struct sockaddr *from, uint64_t now_mono);
+/* Logs a peer going silent or coming back (once each); called on every accepted datagram
+ * and every tick. A new incarnation resets what it announced it can speak. */
+void nsrv__watch_peer(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint64_t now_mono);
+/* Heard within the alive window and not gone by LEAVE. */
+bool nsrv__peer_alive(const nsrv_gossip_node_t *n, const nsrv_gossip_peer_info_t *info,
+                      uint64_t now_mono);
 
 /* node_sched.c */
 void nsrv__emit(nsrv_gossip_node_t *n, uint8_t kind, uint8_t peer, uint32_t pull_id, const void *d,

@@ -58,6 +58,9 @@ void nsrv_gossip_node_start(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t no
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++)
         nsrv_gossip_node_want_all(n, nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i)));
     n->started = true;
+    for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++)
+        nsrv__announce_to(n, nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i)), now_mono,
+                          now_wall);
     n->next_sync = nsrv_gossip_node_send_sync(n, now_mono, now_wall)
                        ? now_mono + NSRV_GOSSIP_SYNC_RETRY_MS
                        : 0;
@@ -70,6 +73,9 @@ void nsrv_gossip_node_start(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t no
 void nsrv_gossip_node_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall) {
     if (!n->started)
         return;
+    /* Ticks come at least every delta period: a silence is logged that late at most. */
+    for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++)
+        nsrv__watch_peer(n, nsrv_gossip_peers_at(n->peers, i), now_mono);
     if (n->next_full <= now_mono) {
         nsrv_gossip_node_send_full(n, now_mono, now_wall);
         n->next_full = now_mono + jittered(n, n->o.interval_ms);

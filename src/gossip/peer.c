@@ -558,7 +558,8 @@ static int check(nsrv_gossip_peers_t *t, uint8_t my_id, const char *cluster, con
         goto reject;
     }
     if (tcp ? m.type != NSRV_GOSSIP_PULL_REQ
-            : (m.type < NSRV_GOSSIP_DIGEST_FULL || m.type > NSRV_GOSSIP_TOMBSTONE)) {
+            : (m.type < NSRV_GOSSIP_DIGEST_FULL || m.type > NSRV_GOSSIP_LEAVE ||
+               m.type == NSRV_GOSSIP_PULL_REQ)) {
         rc = NSRV_GOSSIP_ETYPE;
         goto reject;
     }

@@ -272,6 +272,32 @@ int nsrv_gossip_sender_sync(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts
     return rc;
 }
 
+int nsrv_gossip_sender_announce(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
+                                const nsrv_gossip_announce_t *a, nsrv_gossip_emit_fn emit,
+                                void *ud) {
+    if (!opts_ok(o, true))
+        return -EINVAL;
+    nsrv_gossip_msg_t m;
+    nsrv_buf_t dg = NSRV_BUF_INIT;
+    fill_env(s, o, NSRV_GOSSIP_ANNOUNCE, 0, &m);
+    m.body.announce = *a;
+    int rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
+    nsrv_buf_deinit(&dg);
+    return rc;
+}
+
+int nsrv_gossip_sender_leave(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
+                             nsrv_gossip_emit_fn emit, void *ud) {
+    if (!opts_ok(o, true))
+        return -EINVAL;
+    nsrv_gossip_msg_t m;
+    nsrv_buf_t dg = NSRV_BUF_INIT;
+    fill_env(s, o, NSRV_GOSSIP_LEAVE, 0, &m);
+    int rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
+    nsrv_buf_deinit(&dg);
+    return rc;
+}
+
 int nsrv_gossip_sender_pull_req(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
                                 const uint8_t nonce[NSRV_GOSSIP_NONCE_LEN], const uint64_t *keys,
                                 size_t n, nsrv_buf_t *out) {

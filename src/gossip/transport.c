@@ -192,7 +192,7 @@ static int bind_both(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size
 }
 
 nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv_route_t *rt,
-                                 char *err, size_t errlen) {
+                                 const nsrv_gossip_announce_t *announce, char *err, size_t errlen) {
     if (cfg->gossip_node_id < NSRV_GOSSIP_NODE_MIN) {
         snprintf(err, errlen, "gossipNodeId must be set (1..254) when gossipEnable=true");
         return NULL;
@@ -240,6 +240,7 @@ nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv
         snprintf(err, errlen, "bad gossip settings (cluster name 1..64 bytes?)");
         goto fail;
     }
+    nsrv_gossip_node_set_announce(g->node, announce);
     uv_udp_init(loop, &g->udp);
     g->udp.data = g;
     g->open_handles++;
@@ -280,6 +281,19 @@ void nsrv_gossip_stop(nsrv_gossip_t *g) {
     close_handle((uv_handle_t *)&g->tcp);
     close_handle((uv_handle_t *)&g->timer);
     close_handle((uv_handle_t *)&g->resolve_timer);
+}
+
+void nsrv_gossip_set_announce(nsrv_gossip_t *g, const nsrv_gossip_announce_t *announce) {
+    nsrv_gossip_node_set_announce(g->node, announce);
+}
+
+void nsrv_gossip_leave(nsrv_gossip_t *g) {
+    if (!g || g->stopping || !g->engine_started)
+        return;
+    size_t told = nsrv_gossip_node_leave(g->node, mono(), nsrv_now_wall_ms());
+    nsrv__gossip_pump(g); /* uv_udp_try_send: out before the socket closes */
+    if (told)
+        nsrv_log_notice("GOSSIP", "told %zu peer(s) that this node is leaving", told);
 }
 
 nsrv_gossip_node_t *nsrv_gossip_engine(nsrv_gossip_t *g) {

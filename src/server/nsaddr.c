@@ -154,20 +154,49 @@ static void add(list_walk_t *w, const char *addr) {
     nsrv_buf_append_c(w->out, addr);
 }
 
+/* A wildcard means "any of my addresses": the peers fill in the one they see. */
+static void announced_host(const char *bound, char *out, size_t cap) {
+    snprintf(out, cap, "%s", is_wildcard(bound) ? "" : bound);
+}
+
+void nsrv__nsaddr_announce(const nsrv_server_t *srv, const nsrv_config_t *cfg,
+                           nsrv__announce_t *out) {
+    memset(out, 0, sizeof *out);
+    uint16_t port = (uint16_t)srv->bound_port;
+    const char *adv = cfg->advertised_address;
+    if (!(adv && *adv && nsrv_nsaddr_valid(adv) &&
+          nsrv_hostport_split(adv, out->hosts[0], sizeof out->hosts[0], &port) == 0))
+        announced_host(cfg->bind_address, out->hosts[0], sizeof out->hosts[0]);
+    if (cfg->status_port) {
+        announced_host(cfg->status_address, out->hosts[1], sizeof out->hosts[1]);
+        out->a.status_port = (uint16_t)cfg->status_port;
+    }
+    out->a.ns_host = nsrv_str_c(out->hosts[0]);
+    out->a.ns_port = port;
+    out->a.status_host = nsrv_str_c(out->hosts[1]);
+}
+
 /* Node id order: ourselves where our id falls among the peers. */
-static void alive_cb(void *ud, uint8_t id, const struct sockaddr *gossip_addr) {
+static void alive_cb(void *ud, uint8_t id, const struct sockaddr *gossip_addr,
+                     const char *announced) {
     list_walk_t *w = ud;
     nsrv_server_t *srv = w->srv;
     if (!w->self_done && srv->nsaddr_self_id < id) {
         add(w, srv->nsaddr_self);
         w->self_done = true;
     }
+    /* gossipPeerAdvertisedAddresses overrides what the peer says of itself. */
     const char *cfgd = srv->nsaddr_peers->by_id[id];
     if (*cfgd) {
         add(w, cfgd);
         return;
     }
-    /* Not configured: the peer's gossip IP with our own listen port (uniform deployments). */
+    if (announced) {
+        add(w, announced);
+        return;
+    }
+    /* A peer that announces nothing (an older version): its gossip IP with our own listen
+     * port, right in uniform deployments. */
     char ip[NSRV_SOCKADDR_TEXT_MAX], addr[NSRV_NSADDR_MAX];
     nsrv_sockaddr_format(gossip_addr, ip, sizeof ip);
     char *colon = strrchr(ip, ':');

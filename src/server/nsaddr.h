@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "nsrv/buf.h"
+#include "nsrv/gossip_msg.h"
 
 struct nsrv_config;
 typedef struct nsrv_server nsrv_server_t;
@@ -40,5 +41,16 @@ int nsrv__nsaddr_configure(nsrv_server_t *srv, const struct nsrv_config *cfg, ch
                            size_t errlen);
 /* True if path (no query) is /rocketmq/<the configured subgroup>. */
 bool nsrv__nsaddr_path(nsrv_server_t *srv, const char *path, size_t len);
+/* What this node announces to its peers (proto/gossip.md §5.7): its NameServer endpoint
+ * (advertisedAddress; else bindAddress when specific, else an empty host: the peers use the
+ * address they see it from; with the bound listen port) and its status endpoint (likewise
+ * from statusAddress and statusPort; port 0 when the status listener is off). The strings
+ * live in hosts[0] and hosts[1]. */
+typedef struct {
+    char hosts[2][NSRV_NSADDR_MAX];
+    nsrv_gossip_announce_t a;
+} nsrv__announce_t;
+void nsrv__nsaddr_announce(const nsrv_server_t *srv, const struct nsrv_config *cfg,
+                           nsrv__announce_t *out);
 /* Appends the list and a newline. */
 void nsrv__nsaddr_write(nsrv_server_t *srv, nsrv_buf_t *out);

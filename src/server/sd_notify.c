@@ -67,6 +67,12 @@ static void notify(const char *state) {
     close(fd);
 }
 
+void nsrv_sd_notify_status(const char *text) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "STATUS=%s", text);
+    notify(buf);
+}
+
 void nsrv_sd_notify_ready(int port) {
     char buf[96];
     snprintf(buf, sizeof buf, "READY=1\nSTATUS=serving on port %d", port);

@@ -4,6 +4,8 @@
 
 /* Tells the service manager the listener on port accepts connections. */
 void nsrv_sd_notify_ready(int port);
+/* A one-line status for the service manager (systemctl status), e.g. why not ready yet. */
+void nsrv_sd_notify_status(const char *text);
 /* Tells the service manager a graceful shutdown has begun. */
 void nsrv_sd_notify_stopping(void);
 

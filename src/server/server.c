@@ -89,8 +89,42 @@ static void idle_grace_cb(uv_timer_t *t) {
         uv_stop(&srv->loop);
 }
 
+/* Until the node is ready by the rule of GET /ready (a gossip node: synced with a peer, or
+ * its start-up window over), the service manager hears why; READY=1 when it is, so that
+ * `systemctl start` and the units ordered after nsrvd wait for a node that holds the
+ * cluster's view, whether or not a status port is configured. */
+#define READY_POLL_MS 100
+
+static void ready_cb(uv_timer_t *t) {
+    nsrv_server_t *srv = t->data;
+    nsrv_buf_t why = NSRV_BUF_INIT;
+    if (nsrv__ready(srv, &why)) {
+        uv_timer_stop(t);
+        if (why.len && why.data[why.len - 1] == '\n')
+            why.len--;
+        nsrv_log_notice("SERVER", "%.*s", (int)why.len, why.data);
+        nsrv_sd_notify_ready(srv->bound_port);
+    }
+    nsrv_buf_deinit(&why);
+}
+
+static void notify_ready_when_ready(nsrv_server_t *srv) {
+    nsrv_buf_t why = NSRV_BUF_INIT;
+    if (nsrv__ready(srv, &why)) {
+        nsrv_sd_notify_ready(srv->bound_port);
+    } else {
+        if (why.len && why.data[why.len - 1] == '\n')
+            why.len--;
+        nsrv_buf_append_ch(&why, '\0');
+        nsrv_sd_notify_status(why.data);
+        uv_timer_start(&srv->ready_timer, ready_cb, READY_POLL_MS, READY_POLL_MS);
+    }
+    nsrv_buf_deinit(&why);
+}
+
 static void begin_shutdown(nsrv_server_t *srv, int signum) {
     srv->shutting_down = true;
+    uv_timer_stop(&srv->ready_timer);
     nsrv_sd_notify_stopping();
     nsrv_log_notice("SERVER", "received %s: shutting down, %zu connection(s) open",
                     strsignal(signum), srv->n_conns);
@@ -104,6 +138,8 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         srv->gossip_metrics = NULL;
         srv->gossip_degraded = NULL;
         srv->liveness_source = NULL;
+        /* The peers drop us from their address service now, not after the alive window. */
+        nsrv_gossip_leave(srv->gossip);
         nsrv_gossip_stop(srv->gossip);
         srv->gossip = NULL;
     }
@@ -178,6 +214,11 @@ static void reload(nsrv_server_t *srv) {
                          reload_gossip_keys)) {
             nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
             whole = false;
+        }
+        if (srv->gossip) {
+            nsrv__announce_t ann;
+            nsrv__nsaddr_announce(srv, srv->cfg, &ann);
+            nsrv_gossip_set_announce(srv->gossip, &ann.a);
         }
         if (whole)
             nsrv_log_notice("SERVER", "SIGHUP: reloaded '%s'", srv->config_file);
@@ -288,7 +329,9 @@ static int start_gossip(nsrv_server_t *srv) {
     if (!srv->cfg->gossip_enable)
         return 0;
     char err[512] = "";
-    srv->gossip = nsrv_gossip_start(&srv->loop, srv->cfg, srv->rt, err, sizeof err);
+    nsrv__announce_t ann;
+    nsrv__nsaddr_announce(srv, srv->cfg, &ann);
+    srv->gossip = nsrv_gossip_start(&srv->loop, srv->cfg, srv->rt, &ann.a, err, sizeof err);
     if (!srv->gossip) {
         nsrv_log_error("GOSSIP", "cannot start: %s", err);
         return -1;
@@ -336,6 +379,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     init_timer(srv, &srv->idle_timer);
     init_timer(srv, &srv->deadline_timer);
     init_timer(srv, &srv->idle_grace_timer);
+    init_timer(srv, &srv->ready_timer);
     init_signal(srv, &srv->sig_term, SIGTERM);
     init_signal(srv, &srv->sig_int, SIGINT);
     init_signal(srv, &srv->sig_hup, SIGHUP);
@@ -345,7 +389,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);
     uv_timer_start(&srv->idle_timer, idle_cb, IDLE_CHECK_MS, IDLE_CHECK_MS);
-    nsrv_sd_notify_ready(srv->bound_port);
+    notify_ready_when_ready(srv);
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     exit_code = 0;

@@ -96,6 +96,7 @@ struct nsrv_server {
     uv_timer_t idle_timer;
     uv_timer_t deadline_timer;
     uv_timer_t idle_grace_timer; /* shutdown: when connections with no request since are closed */
+    uv_timer_t ready_timer;      /* until the readiness rule holds: then READY=1 */
     uv_idle_t deferred;
     uv_idle_t resume; /* continues connections that yielded their batch */
     /* Durable writes off the loop (durable.c). */
@@ -262,3 +263,8 @@ void nsrv__conn_input_changed(nsrv_conn_t *c);
 
 /* status.c: binds the status endpoint when statusPort != 0. Returns 0 or a uv error. */
 int nsrv__status_start(nsrv_server_t *srv);
+
+/* GET /ready: a node with gossip whose peers never answer is ready this long after start. */
+#define NSRV_READY_WINDOW_MS 30000
+/* The readiness rule (status.c); appends one line saying why to why. */
+bool nsrv__ready(nsrv_server_t *srv, nsrv_buf_t *why);

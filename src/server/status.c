@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HTTP status endpoint (statusAddress:statusPort): GET /health, /status
+ * The HTTP status endpoint (statusAddress:statusPort): GET /health, /ready, /status
  * (JSON: node, route table, every live broker and where its liveness comes
  * from, gossip peers), /metrics (Prometheus text, metrics.c), / (the cluster
  * page, cluster_page.html) and /rocketmq/<subgroup> (address service, nsaddr.c). One request per
@@ -19,11 +19,14 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/config.h"
+#include "nsrv/gossip.h"
+#include "nsrv/gossip_node.h"
 #include "nsrv/http.h"
 #include "nsrv/json.h"
 #include "nsrv/log.h"
 #include "nsrv/netaddr.h"
 #include "nsrv/route.h"
+#include "nsrv/text.h"
 #include "nsrv/writer.h"
 #include "metrics.h"
 #include "nsaddr.h"
@@ -181,6 +184,40 @@ static void build_status(nsrv_server_t *srv, nsrv_buf_t *b) {
     nsrv_buf_append_c(b, "}\n");
 }
 
+/* Readiness (GET /ready): serving, not draining, and with gossip either one pull from a peer
+ * done (a starting node pulls everything from every peer at once, so it then holds the
+ * cluster's view) or the start-up window over, so that a node whose peers are all down
+ * still becomes ready and serves its own brokers. Appends the reason to why. */
+bool nsrv__ready(nsrv_server_t *srv, nsrv_buf_t *why) {
+    uint64_t up = nsrv_now_mono_ms() - srv->start_ms;
+    if (srv->shutting_down) {
+        nsrv_buf_append_c(why, "not ready: draining (shutting down)\n");
+        return false;
+    }
+    if (!srv->listener_open) {
+        nsrv_buf_append_c(why, "not ready: not listening yet\n");
+        return false;
+    }
+    if (!srv->gossip) {
+        nsrv_buf_append_c(why, "ready\n");
+        return true;
+    }
+    if (nsrv_gossip_node_counters(nsrv_gossip_engine(srv->gossip))->pulls_ok > 0) {
+        nsrv_buf_append_c(why, "ready: synced with a peer\n");
+        return true;
+    }
+    if (up >= NSRV_READY_WINDOW_MS) {
+        nsrv_buf_printf(why, "ready: no peer answered within the start-up window (%d s)\n",
+                        NSRV_READY_WINDOW_MS / 1000);
+        return true;
+    }
+    char left[NSRV_DURATION_TEXT_MAX];
+    nsrv_buf_printf(why, "not ready: no pull from a peer yet (start-up window %d s, %s left)\n",
+                    NSRV_READY_WINDOW_MS / 1000,
+                    nsrv_fmt_duration_ms(NSRV_READY_WINDOW_MS - up, left, sizeof left));
+    return false;
+}
+
 static bool path_is(const nsrv_http_req_t *r, const char *p) {
     return r->path_len == strlen(p) && memcmp(r->path, p, r->path_len) == 0;
 }
@@ -212,6 +249,11 @@ static void handle(status_conn_t *c, const nsrv_http_req_t *r) {
         }
         respond(c, srv->shutting_down ? 503 : 200,
                 srv->shutting_down ? "Service Unavailable" : "OK", "text/plain", &body);
+    } else if (path_is(r, "/ready")) {
+        /* Unlike /health, meant to take a node out of rotation (or hold back what depends
+         * on it) until it holds the cluster's view. */
+        bool ok = nsrv__ready(srv, &body);
+        respond(c, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", "text/plain", &body);
     } else if (path_is(r, "/status")) {
         build_status(srv, &body);
         /* The cluster page of any node reads every node's /status (read-only, no cookies). */
@@ -227,8 +269,8 @@ static void handle(status_conn_t *c, const nsrv_http_req_t *r) {
         nsrv__metrics_write(srv, &body);
         respond(c, 200, "OK", "text/plain; version=0.0.4", &body);
     } else {
-        nsrv_buf_append_c(&body,
-                          "not found: try /, /health, /status, /metrics or /rocketmq/nsaddr\n");
+        nsrv_buf_append_c(
+            &body, "not found: try /, /health, /ready, /status, /metrics or /rocketmq/nsaddr\n");
         respond(c, 404, "Not Found", "text/plain", &body);
     }
     nsrv_buf_deinit(&body);

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -24,6 +25,7 @@
 #include "nsrv/json.h"
 #include "nsrv/netaddr.h"
 #include "nsrv/remoting.h"
+#include "nsrv/text.h"
 
 /* The status JSON of a big node is well under this; a cap keeps a bad peer harmless. */
 #define STATUS_MAX_REPLY (64u << 20)
@@ -146,10 +148,30 @@ static const char *str_of(const nsrv_json_t *o, const char *key) {
     return s ? s : "-";
 }
 
+/* A millisecond count of the JSON as a person reads it ("0.4s", "12s", "3m05s"); "-" when
+ * absent or null. */
+static const char *age_of(const nsrv_json_t *o, const char *key, char *buf, size_t cap) {
+    const char *s = nsrv_json_as_str(nsrv_json_get(o, key), NULL);
+    char *end = NULL;
+    unsigned long long ms = s ? strtoull(s, &end, 10) : 0;
+    if (!s || end == s || *end)
+        return "-";
+    return nsrv_fmt_duration_ms(ms, buf, cap);
+}
+
+/* A node of an earlier version says only "up": true or false. */
+static const char *peer_state(const nsrv_json_t *p) {
+    const char *st = nsrv_json_as_str(nsrv_json_get(p, "state"), NULL);
+    if (st)
+        return st;
+    return strcmp(str_of(p, "up"), "true") == 0 ? "up" : "silent";
+}
+
 static void print_table(FILE *out, const nsrv_json_t *root) {
+    char a1[NSRV_DURATION_TEXT_MAX], a2[NSRV_DURATION_TEXT_MAX];
     const nsrv_json_t *node = nsrv_json_get(root, "node");
-    fprintf(out, "node      version %s, pid %s, up %s ms, port %s, %s connection(s)%s\n",
-            str_of(node, "version"), str_of(node, "pid"), str_of(node, "uptimeMs"),
+    fprintf(out, "node      version %s, pid %s, up %s, port %s, %s connection(s)%s\n",
+            str_of(node, "version"), str_of(node, "pid"), age_of(node, "uptimeMs", a1, sizeof a1),
             str_of(node, "listenPort"), str_of(node, "connections"),
             strcmp(str_of(node, "shuttingDown"), "true") == 0 ? ", SHUTTING DOWN" : "");
     const nsrv_json_t *gossip = nsrv_json_get(root, "gossip");
@@ -157,11 +179,12 @@ static void print_table(FILE *out, const nsrv_json_t *root) {
         fprintf(out, "gossip    node %s, cluster %s, incarnation %s\n", str_of(gossip, "nodeId"),
                 str_of(gossip, "cluster"), str_of(gossip, "incarnation"));
         const nsrv_json_t *peers = nsrv_json_get(gossip, "peers");
-        fprintf(out, "%-6s %-22s %-14s %-8s %-10s %-10s %s\n", "PEER", "ADDRESS", "INCARNATION",
-                "KEY", "LAST(ms)", "ACCEPTED", "REJECTED");
+        fprintf(out, "%-6s %-10s %-22s %-22s %-14s %-4s %-8s %-10s %s\n", "PEER", "STATE",
+                "ADDRESS", "NAMESERVER", "INCARNATION", "KEY", "LAST", "ACCEPTED", "REJECTED");
         for (const nsrv_json_t *p = peers ? peers->child : NULL; p; p = p->next) {
-            fprintf(out, "%-6s %-22s %-14s %-8s %-10s %-10s ", str_of(p, "id"), str_of(p, "addr"),
-                    str_of(p, "incarnation"), str_of(p, "keyId"), str_of(p, "lastValidAgeMs"),
+            fprintf(out, "%-6s %-10s %-22s %-22s %-14s %-4s %-8s %-10s ", str_of(p, "id"),
+                    peer_state(p), str_of(p, "addr"), str_of(p, "nsAddr"), str_of(p, "incarnation"),
+                    str_of(p, "keyId"), age_of(p, "lastValidAgeMs", a1, sizeof a1),
                     str_of(p, "accepted"));
             const nsrv_json_t *rej = nsrv_json_get(p, "rejected");
             bool any = false;
@@ -174,12 +197,13 @@ static void print_table(FILE *out, const nsrv_json_t *root) {
         }
     }
     const nsrv_json_t *brokers = nsrv_json_get(root, "brokers");
-    fprintf(out, "%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", "CLUSTER", "BROKER", "ID", "ADDRESS",
-            "SOURCE", "DIRECT(ms)", "SEEN(ms)");
+    fprintf(out, "%-16s %-20s %-4s %-22s %-10s %-8s %-8s\n", "CLUSTER", "BROKER", "ID", "ADDRESS",
+            "SOURCE", "DIRECT", "SEEN");
     for (const nsrv_json_t *b = brokers ? brokers->child : NULL; b; b = b->next) {
-        fprintf(out, "%-16s %-20s %-4s %-22s %-10s %-12s %-12s\n", str_of(b, "cluster"),
+        fprintf(out, "%-16s %-20s %-4s %-22s %-10s %-8s %-8s\n", str_of(b, "cluster"),
                 str_of(b, "brokerName"), str_of(b, "brokerId"), str_of(b, "brokerAddr"),
-                str_of(b, "source"), str_of(b, "lastDirectAgeMs"), str_of(b, "lastSeenAgeMs"));
+                str_of(b, "source"), age_of(b, "lastDirectAgeMs", a1, sizeof a1),
+                age_of(b, "lastSeenAgeMs", a2, sizeof a2));
     }
 }
 

@@ -136,6 +136,27 @@ static void test_fail_and_strerror(void **state) {
     assert_string_equal(nsrv_strerror(-9100), "unknown error");
 }
 
+/* Durations as nsrvd status and the gossip log lines print them. */
+static void test_fmt_duration(void **state) {
+    (void)state;
+    char b[NSRV_DURATION_TEXT_MAX];
+    static const struct {
+        uint64_t ms;
+        const char *text;
+    } cases[] = {
+        {0, "0.0s"},          {399, "0.3s"},
+        {400, "0.4s"},        {9999, "9.9s"},
+        {10000, "10s"},       {59999, "59s"},
+        {60000, "1m00s"},     {185000, "3m05s"},
+        {3599999, "59m59s"},  {3600000, "1h00m"},
+        {7500000, "2h05m"},   {86400000, "1d00h"},
+        {273600000, "3d04h"}, {UINT64_MAX, "213503982334d14h"},
+    };
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(cases); i++)
+        assert_string_equal(nsrv_fmt_duration_ms(cases[i].ms, b, sizeof b), cases[i].text);
+}
+
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_parse_int), cmocka_unit_test(test_parse_uint),
                cmocka_unit_test(test_blank), cmocka_unit_test(test_hex),
-               cmocka_unit_test(test_unescape_letter), cmocka_unit_test(test_fail_and_strerror))
+               cmocka_unit_test(test_unescape_letter), cmocka_unit_test(test_fail_and_strerror),
+               cmocka_unit_test(test_fmt_duration))

@@ -74,6 +74,15 @@ static uint64_t touch(const nsrv_gossip_msg_t *m) {
         for (size_t i = 0; i < m->body.pull.n; i++)
             acc += m->body.pull.keys[i];
         break;
+    case NSRV_GOSSIP_ANNOUNCE:
+        /* What reaches the address service is a host that cannot break its list. */
+        FUZZ_CHECK(m->body.announce.ns_port != 0 &&
+                   nsrv_gossip_host_valid(m->body.announce.ns_host) &&
+                   nsrv_gossip_host_valid(m->body.announce.status_host));
+        for (size_t i = 0; i < m->body.announce.ns_host.len; i++)
+            acc += (uint8_t)m->body.announce.ns_host.ptr[i];
+        acc += m->body.announce.status_host.len + m->body.announce.status_port;
+        break;
     default:
         break;
     }

@@ -113,6 +113,11 @@ typedef struct gs_sim {
     /* the engines' own schedule (full_ms, delta_ms: their settings) */
     bool timers;
     uint32_t full_ms, delta_ms;
+    /* presence: nodes announce NameServer port 9800+id and status port 9900+id with an empty
+     * host (the peers use the source address), except those marked mute (like an older
+     * version, which announces nothing) */
+    bool announce;
+    bool mute[GS_MAX_NODES + 1];
     /* queue */
     gs_msg_t *q;
     size_t nq, qcap;
@@ -414,6 +419,11 @@ static inline void gs_start(gs_sim_t *s, uint8_t id) {
     };
     nd->g = nsrv_gossip_node_create(&o, nd->rt, nd->peers);
     assert_non_null(nd->g);
+    if (s->announce && !s->mute[id]) {
+        nsrv_gossip_announce_t ann = {nsrv_str_c(""), (uint16_t)(9800 + id), nsrv_str_c(""),
+                                      (uint16_t)(9900 + id)};
+        nsrv_gossip_node_set_announce(nd->g, &ann);
+    }
     nd->up = true;
     nd->life++;
     nd->up_since = s->now;
@@ -436,6 +446,16 @@ static inline void gs_stop(gs_sim_t *s, uint8_t id) {
     nsrv_gossip_peers_destroy(&nd->peers);
     nsrv_route_destroy(&nd->rt);
     nd->up = false;
+}
+
+/* A graceful stop: LEAVE to the peers that speak it, then gone. */
+static inline void gs_leave(gs_sim_t *s, uint8_t id) {
+    gs_node_t *nd = &s->node[id];
+    if (!nd->up)
+        return;
+    nsrv_gossip_node_leave(nd->g, gs_mono(s, id), gs_wall(s, id));
+    gs_drain(s, id);
+    gs_stop(s, id);
 }
 
 static inline void gs_start_all(gs_sim_t *s) {

@@ -222,7 +222,8 @@ static void test_decode_strict(void **state) {
     const uint8_t trail[] = {0x90, 0x00};
     assert_int_equal(decode_body(NSRV_GOSSIP_SYNC_REQ, trail, 2, &a), NSRV_GOSSIP_EDECODE);
     /* Unknown type. */
-    assert_int_equal(decode_body(6, empty, 1, &a), NSRV_GOSSIP_ETYPE);
+    assert_int_equal(decode_body(NSRV_GOSSIP_LEAVE + 1, empty, 1, &a), NSRV_GOSSIP_ETYPE);
+    assert_int_equal(decode_body(NSRV_GOSSIP_ANNOUNCE, empty, 1, &a), NSRV_GOSSIP_EDECODE);
     assert_int_equal(decode_body(0, empty, 1, &a), NSRV_GOSSIP_ETYPE);
 
     /* Hostile counts: array32 of 2^32-1 entries in a tiny datagram. */
@@ -428,7 +429,105 @@ static void test_bkey_and_reasons(void **state) {
     assert_string_equal(nsrv_gossip_reason_name(12345), "?");
 }
 
+static nsrv_gossip_msg_t announce_msg(const char *ns_host, uint16_t ns_port, const char *st_host,
+                                      uint16_t st_port) {
+    nsrv_gossip_msg_t m = base_msg(NSRV_GOSSIP_ANNOUNCE);
+    m.body.announce =
+        (nsrv_gossip_announce_t){nsrv_str_c(ns_host), ns_port, nsrv_str_c(st_host), st_port};
+    return m;
+}
+
+/* ANNOUNCE and LEAVE round-trip; LEAVE's body is the empty array. */
+static void test_announce_and_leave(void **state) {
+    (void)state;
+    nsrv_arena_t a;
+    nsrv_arena_init(&a, 0);
+    nsrv_buf_t out = NSRV_BUF_INIT;
+    nsrv_gossip_msg_t d;
+    const char *hosts[] = {"", "10.1.2.3", "ns1.example-dc_2", "fe80::1", "::ffff:10.0.0.1"};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(hosts); i++) {
+        nsrv_gossip_msg_t m =
+            announce_msg(hosts[i], 9876, hosts[NSRV_ARRAY_LEN(hosts) - 1 - i], (uint16_t)i);
+        roundtrip(&m, &a, &d, &out);
+        assert_true(nsrv_str_eq(d.body.announce.ns_host, m.body.announce.ns_host));
+        assert_int_equal(d.body.announce.ns_port, 9876);
+        assert_true(nsrv_str_eq(d.body.announce.status_host, m.body.announce.status_host));
+        assert_int_equal(d.body.announce.status_port, i);
+    }
+    char longest[NSRV_GOSSIP_ANN_HOST_MAX + 1];
+    memset(longest, 'h', NSRV_GOSSIP_ANN_HOST_MAX);
+    longest[NSRV_GOSSIP_ANN_HOST_MAX] = '\0';
+    nsrv_gossip_msg_t m = announce_msg(longest, 65535, "", 65535);
+    roundtrip(&m, &a, &d, &out);
+    assert_int_equal(d.body.announce.ns_host.len, NSRV_GOSSIP_ANN_HOST_MAX);
+
+    m = base_msg(NSRV_GOSSIP_LEAVE);
+    roundtrip(&m, &a, &d, &out);
+    assert_int_equal((uint8_t)out.data[out.len - 65], 0x90);
+    nsrv_buf_deinit(&out);
+    nsrv_arena_deinit(&a);
+}
+
+/* What the encoder refuses to send and the decoder refuses to take: a port 0 for the
+ * NameServer, a host that could break the address list (';', ',', space, '[') or is too
+ * long, a wrong field count, a type beyond the known ones. */
+static void test_announce_strict(void **state) {
+    (void)state;
+    gt_key_t k = gt_key_1_1();
+    nsrv_buf_t out = NSRV_BUF_INIT;
+    nsrv_arena_t a;
+    nsrv_arena_init(&a, 0);
+    nsrv_gossip_msg_t m = announce_msg("h", 0, "", 0), d;
+    assert_int_equal(nsrv_gossip_msg_encode(&m, k.sk, &out), -EINVAL);
+    const char *bad[] = {"a;b", "a,b", "a b", "[::1]", "a\nb", "a%eth0"};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(bad); i++) {
+        m = announce_msg(bad[i], 1, "", 0);
+        assert_int_equal(nsrv_gossip_msg_encode(&m, k.sk, &out), -EINVAL);
+        m = announce_msg("", 1, bad[i], 1);
+        assert_int_equal(nsrv_gossip_msg_encode(&m, k.sk, &out), -EINVAL);
+    }
+    char toolong[NSRV_GOSSIP_ANN_HOST_MAX + 2];
+    memset(toolong, 'h', sizeof toolong - 1);
+    toolong[sizeof toolong - 1] = '\0';
+    m = announce_msg(toolong, 1, "", 0);
+    assert_int_equal(nsrv_gossip_msg_encode(&m, k.sk, &out), -EINVAL);
+    assert_int_equal(out.len, 0);
+
+    /* Tampered copies of a good one (the decoder does not check signatures). */
+    m = announce_msg("x", 7, "y", 8);
+    assert_int_equal(nsrv_gossip_msg_encode(&m, k.sk, &out), 0);
+    uint8_t *p = (uint8_t *)out.data;
+    size_t body = out.len - 64 - 7; /* [0x94, 0xa1 'x', 7, 0xa1 'y', 8] */
+    assert_int_equal(p[body], 0x94);
+    p[body + 2] = ';';
+    assert_int_equal(nsrv_gossip_msg_decode(p, out.len, &a, &d), NSRV_GOSSIP_EDECODE);
+    p[body + 2] = 'x';
+    p[body + 3] = 0; /* NameServer port 0 */
+    assert_int_equal(nsrv_gossip_msg_decode(p, out.len, &a, &d), NSRV_GOSSIP_EDECODE);
+    p[body + 3] = 7;
+    p[body] = 0x95; /* five fields declared, four present */
+    assert_int_equal(nsrv_gossip_msg_decode(p, out.len, &a, &d), NSRV_GOSSIP_EDECODE);
+    p[body] = 0x94;
+    assert_int_equal(nsrv_gossip_msg_decode(p, out.len, &a, &d), 0);
+
+    /* A LEAVE with a body, and a type this version does not know. */
+    nsrv_buf_reset(&out);
+    m = base_msg(NSRV_GOSSIP_LEAVE);
+    assert_int_equal(nsrv_gossip_msg_encode(&m, k.sk, &out), 0);
+    p = (uint8_t *)out.data;
+    p[out.len - 65] = 0x91;
+    assert_int_equal(nsrv_gossip_msg_decode(p, out.len, &a, &d), NSRV_GOSSIP_EDECODE);
+    p[out.len - 65] = 0x90;
+    size_t off;
+    assert_int_equal(nsrv_gossip_msg_decode_header(p, out.len, &d, &off), 0);
+    d.type = NSRV_GOSSIP_LEAVE + 1;
+    assert_int_equal(nsrv_gossip_msg_decode_body(p, out.len, off, &a, &d), NSRV_GOSSIP_ETYPE);
+    nsrv_buf_deinit(&out);
+    nsrv_arena_deinit(&a);
+}
+
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_roundtrip_every_type),
                cmocka_unit_test(test_encode_rejects_invalid), cmocka_unit_test(test_decode_strict),
                cmocka_unit_test(test_decode_header), cmocka_unit_test(test_truncations),
-               cmocka_unit_test(test_bkey_and_reasons))
+               cmocka_unit_test(test_bkey_and_reasons), cmocka_unit_test(test_announce_and_leave),
+               cmocka_unit_test(test_announce_strict))

@@ -304,6 +304,109 @@ static void test_moved_peer_is_sent_a_digest_and_pulled_at_once(void **state) {
     sim_del(s);
 }
 
+static gs_sim_t *sim_presence(size_t n, uint8_t mute) {
+    gs_sim_t *s = nsrv_malloc(sizeof *s);
+    gs_init(s, n, 11);
+    s->timers = true;
+    s->announce = true;
+    if (mute)
+        s->mute[mute] = true;
+    gs_start_all(s);
+    gs_run(s, 2000);
+    return s;
+}
+
+static const char *state_of(gs_sim_t *s, uint8_t at, uint8_t peer) {
+    return nsrv_gossip_node_peer_state(s->node[at].g, peer, gs_mono(s, at));
+}
+
+typedef struct {
+    char list[256];
+} alive_list_t;
+
+static void alive_cb(void *ud, uint8_t id, const struct sockaddr *addr, const char *ns_addr) {
+    (void)addr;
+    alive_list_t *l = ud;
+    size_t n = strlen(l->list);
+    snprintf(l->list + n, sizeof l->list - n, "%s%u=%s", n ? ";" : "", id, ns_addr ? ns_addr : "-");
+}
+
+static const char *alive(gs_sim_t *s, uint8_t at, alive_list_t *l) {
+    l->list[0] = '\0';
+    nsrv_gossip_node_foreach_alive(s->node[at].g, gs_mono(s, at), alive_cb, l);
+    return l->list;
+}
+
+/* Every node learns where each peer serves: an empty announced host is the address the
+ * datagrams come from, with the announced port. */
+static void test_announced_addresses_reach_every_peer(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_presence(3, 0);
+    alive_list_t l;
+    assert_string_equal(alive(s, A, &l), "2=10.0.0.2:9802;3=10.0.0.3:9803");
+    assert_string_equal(alive(s, B, &l), "1=10.0.0.1:9801;3=10.0.0.3:9803");
+    assert_string_equal(nsrv_gossip_node_peer_status_addr(s->node[C].g, A), "10.0.0.1:9901");
+    assert_string_equal(state_of(s, A, B), "up");
+    /* One ANNOUNCE per full round to a peer that speaks them. */
+    size_t from = s->nsent;
+    gs_run(s, 20000);
+    size_t sent = gs_count_sent(s, from, A, B, NSRV_GOSSIP_ANNOUNCE);
+    assert_true(sent >= 20000 / 5500 && sent <= 20000 / 4500 + 1);
+    sim_del(s);
+}
+
+/* A peer that never announces itself (an older version refuses the type) gets a bounded
+ * number of tries per incarnation, and no LEAVE. */
+static void test_mute_peer_gets_few_announces_and_no_leave(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_presence(3, C);
+    gs_run(s, 60000);
+    assert_true(gs_count_sent(s, 0, A, C, NSRV_GOSSIP_ANNOUNCE) <= NSRV_GOSSIP_ANNOUNCE_TRIES);
+    assert_true(gs_count_sent(s, 0, A, B, NSRV_GOSSIP_ANNOUNCE) >= 60000 / 5500);
+    alive_list_t l;
+    assert_string_equal(alive(s, A, &l), "2=10.0.0.2:9802;3=-");
+    size_t from = s->nsent;
+    gs_leave(s, A);
+    assert_int_equal(gs_count_sent(s, from, A, B, NSRV_GOSSIP_LEAVE), NSRV_GOSSIP_LEAVE_COPIES);
+    assert_int_equal(gs_count_sent(s, from, A, C, NSRV_GOSSIP_LEAVE), 0);
+    sim_del(s);
+}
+
+/* LEAVE takes a node out of its peers' lists at once (not after the alive window), it is
+ * not then reported silent, and its next incarnation brings it back. */
+static void test_leave_is_immediate_and_a_restart_comes_back(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_presence(3, 0);
+    gs_leave(s, B);
+    gs_run(s, 10);
+    alive_list_t l;
+    assert_string_equal(alive(s, A, &l), "3=10.0.0.3:9803");
+    assert_string_equal(state_of(s, A, B), "left");
+    assert_string_equal(state_of(s, C, B), "left");
+    gs_run(s, 20000);
+    assert_string_equal(state_of(s, A, B), "left");
+    gs_start(s, B);
+    gs_run(s, 1000);
+    assert_string_equal(state_of(s, A, B), "up");
+    assert_string_equal(alive(s, A, &l), "2=10.0.0.2:9802;3=10.0.0.3:9803");
+    sim_del(s);
+}
+
+/* A peer cut off is "silent" once the alive window passes, "up" again when heard. */
+static void test_silent_then_up_again(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_presence(2, 0);
+    gs_link(s, A, B, false);
+    gs_run(s, NSRV_GOSSIP_ALIVE_INTERVALS * 5000 + 5000);
+    assert_string_equal(state_of(s, A, B), "silent");
+    alive_list_t l;
+    assert_string_equal(alive(s, A, &l), "");
+    gs_link(s, A, B, true);
+    gs_run(s, 6000);
+    assert_string_equal(state_of(s, A, B), "up");
+    sim_del(s);
+}
+
 NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_spreads_a_new_broker),
                cmocka_unit_test(test_failed_pull_backs_off),
                cmocka_unit_test(test_anchor_is_refreshed),
@@ -313,4 +416,8 @@ NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_sprea
                cmocka_unit_test(test_loss_30pct_restarted_node_complete_under_500ms),
                cmocka_unit_test(test_wall_clock_skew_changes_nothing),
                cmocka_unit_test(test_refused_peer_degrades_health),
-               cmocka_unit_test(test_moved_peer_is_sent_a_digest_and_pulled_at_once))
+               cmocka_unit_test(test_moved_peer_is_sent_a_digest_and_pulled_at_once),
+               cmocka_unit_test(test_announced_addresses_reach_every_peer),
+               cmocka_unit_test(test_mute_peer_gets_few_announces_and_no_leave),
+               cmocka_unit_test(test_leave_is_immediate_and_a_restart_comes_back),
+               cmocka_unit_test(test_silent_then_up_again))
