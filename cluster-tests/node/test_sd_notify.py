@@ -70,7 +70,7 @@ def test_gossip_node_is_ready_for_systemd_only_by_the_ready_rule(nsrvd_bin, tmp_
         r = subprocess.run([nsrvd_bin, "keygen", "-o", str(tmp_path / f"n{node_id}.key"), "-n", str(node_id)],
                            capture_output=True, text=True, cwd=tmp_path, timeout=30)
         assert r.returncode == 0, r.stderr
-        tokens += [ln.split("=", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("gossipPeerKeys=")]
+        tokens.append(r.stdout.strip())  # keygen prints one ID:KEYID:PUBLIC item
     conf = tmp_path / "nsrvd.properties"
     conf.write_text(f"listenPort=0\nshutdownWaitTimeSeconds=3\nkvConfigPath={tmp_path}/kv.json\n"
                     f"gossipEnable=true\ngossipNodeId=1\ngossipListenAddress=127.0.0.1\n"

@@ -224,8 +224,7 @@ def test_ready_waits_for_a_pull_in_the_start_up_window(nsrvd_factory, nsrvd_bin,
         r = run_cli(nsrvd_bin, ["keygen", "-o", str(tmp_path / f"n{node_id}.key"), "-n", str(node_id)],
                     workdir=tmp_path)
         assert r.returncode == 0, r.stderr
-        tokens += [ln.split("=", 1)[1] for ln in r.stdout.decode().splitlines()
-                   if ln.startswith("gossipPeerKeys=")]
+        tokens.append(r.stdout.decode().strip())  # keygen prints one ID:KEYID:PUBLIC item
     port = free_port()
     node = nsrvd_factory({"statusPort": port, "statusAddress": "127.0.0.1", "gossipEnable": True,
                           "gossipNodeId": 1, "gossipPort": free_port(), "gossipListenAddress": "127.0.0.1",
