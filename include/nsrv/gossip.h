@@ -35,6 +35,10 @@ typedef struct {
 int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id,
                             nsrv_gossip_peer_list_t *list, char *err, size_t errlen);
 
+/* Where the incarnation survives restarts: gossipStatePath, or "gossip.state" next to
+ * kvConfigPath when it is empty. */
+void nsrv_gossip_state_path(const struct nsrv_config *cfg, char *out, size_t cap);
+
 /*
  * Starts gossip when cfg->gossip_enable: loads the secret key, bumps and
  * persists the incarnation, binds UDP and TCP on gossipListenAddress:gossipPort,

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsrv/config.h"
 #include "nsrv/gossip.h"
 #include "nsrv/netaddr.h"
 #include "nsrv/seal.h"
@@ -134,4 +135,14 @@ int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id
         }
     }
     return rc;
+}
+
+void nsrv_gossip_state_path(const nsrv_config_t *cfg, char *out, size_t cap) {
+    if (cfg->gossip_state_path[0]) {
+        snprintf(out, cap, "%s", cfg->gossip_state_path);
+        return;
+    }
+    const char *slash = strrchr(cfg->kv_config_path, '/');
+    snprintf(out, cap, "%.*sgossip.state", slash ? (int)(slash - cfg->kv_config_path + 1) : 0,
+             cfg->kv_config_path);
 }

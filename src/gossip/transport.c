@@ -209,13 +209,7 @@ nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv
     if (apply_config(g, cfg, true, err, errlen) != 0)
         goto fail;
     char state[4096];
-    if (cfg->gossip_state_path[0])
-        snprintf(state, sizeof state, "%s", cfg->gossip_state_path);
-    else {
-        const char *slash = strrchr(cfg->kv_config_path, '/');
-        snprintf(state, sizeof state, "%.*sgossip.state",
-                 slash ? (int)(slash - cfg->kv_config_path + 1) : 0, cfg->kv_config_path);
-    }
+    nsrv_gossip_state_path(cfg, state, sizeof state);
     uint64_t inc = 0;
     int rc = nsrv_gossip_incarnation_next(state, nsrv_now_wall_ms(), &inc);
     if (rc != 0) {

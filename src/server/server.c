@@ -224,11 +224,19 @@ static int bind_listener(nsrv_server_t *srv) {
     uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&bound, &len);
     int bound_port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
                                                  : ntohs(((struct sockaddr_in *)&bound)->sin_port);
-    /* Scripts wait for this exact line (NamesrvStartup prints it on stdout). */
     srv->bound_port = bound_port;
-    printf("The Name Server boot success. serializeType=JSON, address %s:%d\n", host, bound_port);
-    fflush(stdout);
     return 0;
+}
+
+/* Scripts wait for this exact line (NamesrvStartup prints it on stdout), so it comes only
+ * once every listener is bound and gossip runs: a node that is about to exit never says it. */
+static void announce_serving(nsrv_server_t *srv) {
+    const char *host =
+        srv->cfg->bind_address && *srv->cfg->bind_address ? srv->cfg->bind_address : "0.0.0.0";
+    printf("The Name Server boot success. serializeType=JSON, address %s:%d\n", host,
+           srv->bound_port);
+    fflush(stdout);
+    nsrv_sd_notify_ready(srv->bound_port);
 }
 
 static void init_timer(nsrv_server_t *srv, uv_timer_t *t) {
@@ -316,6 +324,8 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
 
     srv->kv = nsrv_kv_create(cfg->kv_config_path);
     char err[256] = "";
+    if (nsrv__data_locks_take(srv) != 0)
+        goto stop_loop;
     if (nsrv_kv_load(srv->kv, err, sizeof err) != 0) {
         nsrv_log_error("KV", "cannot load '%s': %s", cfg->kv_config_path, err);
         goto stop_loop;
@@ -344,7 +354,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);
     uv_timer_start(&srv->idle_timer, idle_cb, IDLE_CHECK_MS, IDLE_CHECK_MS);
-    nsrv_sd_notify_ready(srv->bound_port);
+    announce_serving(srv);
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     exit_code = 0;
@@ -363,6 +373,7 @@ stop_loop:
     nsrv_processor_destroy(&srv->proc);
     nsrv_route_destroy(&srv->rt);
     nsrv_kv_destroy(&srv->kv);
+    nsrv__data_locks_release(srv);
     nsrv__tls_stop(srv);
     nsrv_free(srv->nsaddr_peers);
     nsrv_arena_deinit(&srv->arena);

@@ -18,6 +18,8 @@
 #include "metrics.h"
 
 struct nsrv_config;
+/* kvConfigPath, configStorePath, the gossip state file. */
+#define NSRV_DATA_LOCKS_MAX 3
 typedef struct nsrv_kv nsrv_kv_t;
 typedef struct nsrv_processor nsrv_processor_t;
 typedef struct nsrv_server nsrv_server_t;
@@ -118,6 +120,9 @@ struct nsrv_server {
     int signals_seen;
     uint64_t start_ms;
     int bound_port;
+    /* Descriptors holding the data files' locks for the process's life (data_locks.c). */
+    int data_lock_fds[NSRV_DATA_LOCKS_MAX];
+    size_t n_data_locks;
     uint64_t requests_total;
     uint64_t route_fast_total; /* of those, route queries the fast path answered */
     uint64_t bad_frames_total;
@@ -241,6 +246,11 @@ void nsrv__conn_tls_free(nsrv_conn_t *c);
  * writes asynchronous; stop waits for every requested write, then ends it. */
 void nsrv__durable_start(nsrv_server_t *srv);
 void nsrv__durable_stop(nsrv_server_t *srv);
+
+/* data_locks.c: locks the data files (or logs why not and returns -1); release closes the
+ * lock descriptors. */
+int nsrv__data_locks_take(nsrv_server_t *srv);
+void nsrv__data_locks_release(nsrv_server_t *srv);
 
 /* conn_hygiene.c */
 /* Listener callback: accepts one connection, or accepts and closes it at maxConnections. */
