@@ -125,26 +125,34 @@ static void timer_cb(uv_timer_t *t) {
 
 /* ---- configuration ---- */
 
+/* All or nothing: on any error (peers, keys, the secret key file, our own key not matching
+ * it) the running peers and key stay as they were. */
 static int apply_config(nsrv_gossip_t *g, const nsrv_config_t *cfg, bool first, char *err,
                         size_t errlen) {
     nsrv_gossip_peer_list_t *list = nsrv_malloc(sizeof *list);
+    uint8_t pk[NSRV_SEAL_PK_LEN], sk[NSRV_SEAL_SK_LEN];
     int rc = nsrv_gossip_parse_peers(cfg->gossip_peers, cfg->gossip_peer_keys,
                                      (uint8_t)cfg->gossip_node_id, list, err, errlen);
+    if (rc == 0) {
+        rc = nsrv_seal_sk_load(cfg->gossip_secret_key_file, pk, sk);
+        if (rc != 0)
+            snprintf(err, errlen, "gossipSecretKeyFile '%s': %s%s", cfg->gossip_secret_key_file,
+                     strerror(-rc),
+                     rc == -EPERM ? " (must not be readable by group or others)" : "");
+    }
+    if (rc == 0)
+        rc = nsrv_gossip_check_own_key(list, (uint8_t)cfg->gossip_node_id,
+                                       (uint8_t)cfg->gossip_key_id, pk, err, errlen);
     if (rc == 0 && (rc = nsrv_gossip_peers_configure(g->peers, list->confs, list->n)) != 0)
         snprintf(err, errlen, "gossipPeers/gossipPeerKeys rejected");
     nsrv_free(list);
-    if (rc != 0)
-        return rc;
-    uint8_t pk[NSRV_SEAL_PK_LEN];
-    rc = nsrv_seal_sk_load(cfg->gossip_secret_key_file, pk, g->sk);
-    if (rc != 0) {
-        snprintf(err, errlen, "gossipSecretKeyFile '%s': %s%s", cfg->gossip_secret_key_file,
-                 strerror(-rc), rc == -EPERM ? " (must not be readable by group or others)" : "");
-        return rc;
+    if (rc == 0) {
+        memcpy(g->sk, sk, sizeof sk);
+        if (!first)
+            nsrv_gossip_node_set_key(g->node, (uint8_t)cfg->gossip_key_id, g->sk);
     }
-    if (!first)
-        nsrv_gossip_node_set_key(g->node, (uint8_t)cfg->gossip_key_id, g->sk);
-    return 0;
+    nsrv_seal_wipe(sk, sizeof sk);
+    return rc;
 }
 
 int nsrv_gossip_reload(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size_t errlen) {

@@ -102,8 +102,11 @@ struct nsrv_server {
     uv_idle_t resume; /* continues connections that yielded their batch */
     /* Durable writes off the loop (durable.c). */
     nsrv_writer_t *writer;
-    nsrv_wfile_t *kv_wfile;             /* NULL: no kvConfigPath */
-    nsrv_wfile_t *config_wfile;         /* NULL: no configStorePath */
+    nsrv_wfile_t *kv_wfile;     /* NULL: no kvConfigPath */
+    nsrv_wfile_t *config_wfile; /* NULL: no configStorePath */
+    /* Content of each file's last good write and of its write in flight (durable.c). */
+    nsrv_kv_t *kv_good, *kv_inflight;
+    struct nsrv_config *cfg_good, *cfg_inflight;
     size_t replies_pending;             /* reserved reply slots not yet filled */
     uint64_t batch_yields_total;        /* read batches cut at their budget */
     uint64_t frames_offloaded_total;    /* big frames decoded on a worker (conn_offload.c) */
@@ -246,6 +249,8 @@ void nsrv__conn_tls_free(nsrv_conn_t *c);
  * writes asynchronous; stop waits for every requested write, then ends it. */
 void nsrv__durable_start(nsrv_server_t *srv);
 void nsrv__durable_stop(nsrv_server_t *srv);
+/* A SIGHUP applied names: the config a failed write goes back to keeps them. */
+void nsrv__durable_config_adopt(nsrv_server_t *srv, const char *const *names);
 
 /* data_locks.c: locks the data files (or logs why not and returns -1); release closes the
  * lock descriptors. */
