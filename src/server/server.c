@@ -194,9 +194,10 @@ static void reload_apply(nsrv_server_t *srv, nsrv_config_t *fresh) {
     if (srv->gossip && !reload_part(&r, NSRV_CONFIG_RELOAD_GOSSIP,
                                     nsrv_gossip_reload(srv->gossip, fresh, err, sizeof err) == 0))
         nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
+    /* "reloaded" only when every part applied: scripts wait for it. */
     nsrv_log_notice("SERVER", "SIGHUP: %s '%s'; changed keys applied: %.*s",
-                    r.whole ? "reloaded" : "reloaded in part (see the errors above)",
-                    srv->config_file, r.applied.len ? (int)r.applied.len : 4,
+                    r.whole ? "reloaded" : "reload incomplete (errors above) of", srv->config_file,
+                    r.applied.len ? (int)r.applied.len : 4,
                     r.applied.len ? r.applied.data : "none");
     nsrv_buf_deinit(&r.applied);
 }
