@@ -41,10 +41,10 @@ int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id
                             nsrv_gossip_peer_list_t *list, char *err, size_t errlen);
 
 /*
- * When list holds this node's own public keys, the one under key_id must be pk, the public
- * half of the secret key file: a node signing with another node's key (or an old one) is
- * refused by every peer, so it is refused here first. Returns 0 or -EINVAL with the reason
- * in err.
+ * When list holds this node's own public key under key_id, it must be pk, the public half
+ * of the secret key file (a key id not listed cannot be checked and passes): a node signing with
+ * another node's key (or an old one) is refused by every peer, so it is refused here first. Returns
+ * 0 or -EINVAL with the reason in err.
  */
 int nsrv_gossip_check_own_key(const nsrv_gossip_peer_list_t *list, uint8_t self_id, uint8_t key_id,
                               const uint8_t pk[32], char *err, size_t errlen);
