@@ -23,6 +23,15 @@
 #define NSRV_CONFIG_PATH 2u     /* a file-system path: UPDATE always refuses it */
 #define NSRV_CONFIG_NOUPDATE 4u /* UPDATE always refuses it (configBlackList) */
 #define NSRV_CONFIG_SECRET 8u   /* never rendered for GET_NAMESRV_CONFIG or -p (a password) */
+/* A SIGHUP applies it, all or nothing with the other keys of its part (server.c reload). */
+#define NSRV_CONFIG_RELOAD_LOG 16u
+#define NSRV_CONFIG_RELOAD_TLS 32u
+#define NSRV_CONFIG_RELOAD_NSADDR 64u
+#define NSRV_CONFIG_RELOAD_ACL 128u
+#define NSRV_CONFIG_RELOAD_GOSSIP 256u
+#define NSRV_CONFIG_RELOAD                                                                         \
+    (NSRV_CONFIG_RELOAD_LOG | NSRV_CONFIG_RELOAD_TLS | NSRV_CONFIG_RELOAD_NSADDR |                 \
+     NSRV_CONFIG_RELOAD_ACL | NSRV_CONFIG_RELOAD_GOSSIP)
 
 #define NSRV__CONFIG_CTYPE_BOOL bool
 #define NSRV__CONFIG_CTYPE_INT int32_t
@@ -146,6 +155,13 @@ const char *nsrv_config_key_name(size_t i); /* NULL past the end */
  * UPDATE_NAMESRV_CONFIG writes back. Returns -1 (copying nothing further) at an
  * unknown name. */
 int nsrv_config_adopt(nsrv_config_t *dst, const nsrv_config_t *src, const char *const *names);
+/* Fills names[0..cap-1) with the keys having any of flags, in table order, NULL-terminated;
+ * returns how many (at most cap - 1). */
+size_t nsrv_config_keys_with(unsigned flags, const char **names, size_t cap);
+/* Whether key i (table order) has the same value in a and b. */
+bool nsrv_config_key_same(const nsrv_config_t *a, const nsrv_config_t *b, size_t i);
+/* Copies every key's value from src into dst (what nsrv_config_adopt does for all of them). */
+void nsrv_config_adopt_all(nsrv_config_t *dst, const nsrv_config_t *src);
 /* Returns the flags of a known key, or -1 if name is not a known key. */
 int nsrv_config_key_flags(const char *name);
 /* The table as text (key_docs.c): type name (BOOL, INT, LONG, STRING) and the

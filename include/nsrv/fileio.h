@@ -29,6 +29,10 @@ int nsrv_file_write_atomic_iov(const char *path, const struct iovec *iov, size_t
  */
 int nsrv_file_read_all(const char *path, size_t max_len, char **out, size_t *out_len);
 
+/* mkdir -p of the directory holding path. Returns 0 or -errno (-ENOTDIR when a component
+ * is not a directory). */
+int nsrv_file_make_parent_dirs(const char *path);
+
 /* write(2) until all len bytes are written (EINTR retried). Returns 0 or -errno. */
 int nsrv_fd_write_all(int fd, const void *data, size_t len);
 

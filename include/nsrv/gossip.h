@@ -24,16 +24,34 @@ typedef struct {
     size_t n;
     char addrs[NSRV_GOSSIP_NODE_MAX][64];
     nsrv_gossip_key_t keys[NSRV_GOSSIP_NODE_MAX][NSRV_GOSSIP_MAX_KEYS];
+    /* This node's own public keys when the list shared by every node holds them: checked
+     * against the secret key file (nsrv_gossip_check_own_key). */
+    nsrv_gossip_key_t self_keys[NSRV_GOSSIP_MAX_KEYS];
+    size_t n_self_keys;
 } nsrv_gossip_peer_list_t;
 
 /*
  * Parses gossipPeers ("id@ip:port,...") and gossipPeerKeys
  * ("id:keyId:base64,...") into list. Every peer needs at least one key; a
- * key for an unlisted peer, our own id among the peers, a duplicate, or a bad
- * token is an error naming it. Returns 0 or -EINVAL with a message in err.
+ * key for an unlisted peer, our own id among the peers, a duplicate (the same
+ * node and key id twice, this node's own included), or a bad token is an error
+ * naming it. Returns 0 or -EINVAL with a message in err.
  */
 int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id,
                             nsrv_gossip_peer_list_t *list, char *err, size_t errlen);
+
+/*
+ * When list holds this node's own public key under key_id, it must be pk, the public half
+ * of the secret key file (a key id not listed cannot be checked and passes): a node signing with
+ * another node's key (or an old one) is refused by every peer, so it is refused here first. Returns
+ * 0 or -EINVAL with the reason in err.
+ */
+int nsrv_gossip_check_own_key(const nsrv_gossip_peer_list_t *list, uint8_t self_id, uint8_t key_id,
+                              const uint8_t pk[32], char *err, size_t errlen);
+
+/* Where the incarnation survives restarts: gossipStatePath, or "gossip.state" next to
+ * kvConfigPath when it is empty. */
+void nsrv_gossip_state_path(const struct nsrv_config *cfg, char *out, size_t cap);
 
 /*
  * Starts gossip when cfg->gossip_enable: loads the secret key, bumps and

@@ -144,3 +144,7 @@ const char *nsrv_kv_path(const nsrv_kv_t *kv);
  * Costs O(entries), not O(bytes). Never NULL (aborts on OOM).
  */
 nsrv_kv_t *nsrv_kv_clone(const nsrv_kv_t *kv);
+
+/* Replaces kv's content by from's (values shared, as a clone): a write that failed is
+ * undone in memory. The generation moves on, so readers see a change. */
+void nsrv_kv_restore(nsrv_kv_t *kv, const nsrv_kv_t *from);

@@ -158,6 +158,10 @@ typedef void (*nsrv_unregister_hook_t)(void *ud, const char *cluster, const char
                                        const char *name, int64_t id);
 void nsrv_processor_set_unregister_hook(nsrv_processor_t *p, nsrv_unregister_hook_t fn, void *ud);
 
+/* The configuration changed under the processor (a failed write rolled it back): the
+ * settings it copies from it (the route switches) are taken again. */
+void nsrv_processor_config_changed(nsrv_processor_t *p);
+
 /* Installs the access policy (allow lists, signatures, the UPDATE switch),
  * taking ownership; the previous one is destroyed. NULL: everything open. */
 void nsrv_processor_set_acl(nsrv_processor_t *p, nsrv_acl_t *acl);

@@ -55,6 +55,16 @@ nsrv_wfile_t *nsrv_writer_add_file(nsrv_writer_t *w, const char *path, bool keep
                                    nsrv_wsnap_fn_t snap, void *snap_ud);
 
 /*
+ * The outcome of each of f's writes, on the loop thread before its requests' callbacks:
+ * settle(ud, 0) when the snapshot taken for it is on disk, settle(ud, -errno) when it
+ * failed. After a failure the owner puts its content back to what the file holds, so the
+ * requests made since that snapshot (not yet in a write) built on content that is gone:
+ * they fail with the same error, before any later request is written.
+ */
+typedef void (*nsrv_wsettle_fn_t)(void *ud, int rc);
+void nsrv_writer_on_settle(nsrv_wfile_t *f, nsrv_wsettle_fn_t settle, void *ud);
+
+/*
  * Asks for f's current content to be made durable. done (may be NULL) runs
  * later, never from inside this call. The snapshot is taken at the start of
  * the next loop turn, or when f's write in progress ends, so a burst of

@@ -79,6 +79,13 @@ static int make_dirs(const char *dir) {
     return rc;
 }
 
+int nsrv_file_make_parent_dirs(const char *path) {
+    char *dir = dir_of(path);
+    int rc = make_dirs(dir);
+    nsrv_free(dir);
+    return rc;
+}
+
 /* read(2) retried on EINTR: bytes read, 0 at end of file, or -errno. */
 static ssize_t read_some(int fd, void *buf, size_t n) {
     for (;;) {

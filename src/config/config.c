@@ -197,6 +197,41 @@ int nsrv_config_adopt(nsrv_config_t *dst, const nsrv_config_t *src, const char *
     return 0;
 }
 
+size_t nsrv_config_keys_with(unsigned flags, const char **names, size_t cap) {
+    size_t n = 0;
+    for (size_t i = 0; i < NKEYS && n + 1 < cap; i++) {
+        if (keys[i].flags & flags)
+            names[n++] = keys[i].name;
+    }
+    if (cap)
+        names[n] = NULL;
+    return n;
+}
+
+bool nsrv_config_key_same(const nsrv_config_t *a, const nsrv_config_t *b, size_t i) {
+    if (i >= NKEYS)
+        return true;
+    const key_desc_t *d = &keys[i];
+    switch (d->type) {
+    case KT_BOOL:
+        return *(const bool *)field_at(a, d) == *(const bool *)field_at(b, d);
+    case KT_INT:
+        return *(const int32_t *)field_at(a, d) == *(const int32_t *)field_at(b, d);
+    case KT_LONG:
+        return *(const int64_t *)field_at(a, d) == *(const int64_t *)field_at(b, d);
+    case KT_STRING:
+        break;
+    }
+    return strcmp(field_cstr(a, d), field_cstr(b, d)) == 0;
+}
+
+void nsrv_config_adopt_all(nsrv_config_t *dst, const nsrv_config_t *src) {
+    for (size_t i = 0; i < NKEYS; i++) {
+        const char *one[] = {keys[i].name, NULL};
+        (void)nsrv_config_adopt(dst, src, one);
+    }
+}
+
 void nsrv_config_init_defaults(nsrv_config_t *cfg) {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < NKEYS; i++) {

@@ -8,6 +8,10 @@
  * fall behind the code.
  *
  * usage: nsrvd-mangen EXAMPLE_PROPERTIES VERSION OUTPUT
+ *        nsrvd-mangen --reloadable readme|unit
+ * The second form prints the keys a SIGHUP applies as the README block (between its
+ * reloadable-keys markers) or the comment in conf/nsrvd.service; ctest reloadable_keys
+ * checks that both files hold exactly that, so the page, the unit and the README agree.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +84,57 @@ static char **read_descriptions(const char *path) {
     return desc;
 }
 
+/* Writes the reloadable keys as words after prefix, wrapped before width columns. */
+static void put_reloadable(FILE *f, const char *prefix, const char *open, const char *close,
+                           const char *sep, size_t width) {
+    size_t col = 0;
+    for (size_t i = 0; i < nsrv_config_key_count(); i++) {
+        const char *name = nsrv_config_key_name(i);
+        if (!(nsrv_config_key_flags(name) & NSRV_CONFIG_RELOAD))
+            continue;
+        size_t need = strlen(open) + strlen(name) + strlen(close) + strlen(sep);
+        if (col && col + 1 + need > width) {
+            fputc('\n', f);
+            col = 0;
+        }
+        if (col == 0) {
+            fputs(prefix, f);
+            col = strlen(prefix);
+        } else {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%s%s%s", open, name, close);
+        col += need - strlen(sep);
+        bool last = true;
+        for (size_t j = i + 1; j < nsrv_config_key_count(); j++)
+            last = last && !(nsrv_config_key_flags(nsrv_config_key_name(j)) & NSRV_CONFIG_RELOAD);
+        if (!last) {
+            fputs(sep, f);
+            col += strlen(sep);
+        }
+    }
+    fputc('\n', f);
+}
+
+static int write_reloadable(FILE *f, const char *form) {
+    if (strcmp(form, "readme") == 0) {
+        fputs("A SIGHUP (`systemctl reload nsrvd`) applies these keys; a changed key not listed "
+              "here is\nnamed in one warning and takes effect at the next start:\n",
+              f);
+        put_reloadable(f, "", "`", "`", ",", 96);
+        return 0;
+    }
+    if (strcmp(form, "unit") == 0) {
+        fputs("# SIGHUP applies these keys (nsrvd(8), SIGNALS); a changed key not listed is named"
+              " in\n# one warning and takes effect at the next start:\n",
+              f);
+        put_reloadable(f, "#   ", "", "", "", 96);
+        return 0;
+    }
+    return -1;
+}
+
 /* The sections after the key list are fixed text; each has its own function so
  * that a section can change without touching the generated part. */
 static void write_exit_status(FILE *f) {
@@ -104,13 +159,15 @@ static void write_signals(FILE *f) {
           "listener), closes each connection behind its next reply or after 250 ms of\n"
           "silence, and exits within \\fBshutdownWaitTimeSeconds\\fR. A second signal\n"
           "exits at once with status 1.\n"
-          ".TP\nSIGHUP\nRe\\-read the \\fB\\-c\\fR file and apply the keys that can change\n"
-          "without a restart (the list is in the guide, README.md). The log names the\n"
-          "keys applied and warns about changed keys that need a restart. A part that\n"
-          "does not load (a certificate, an allow list, the gossip keys) is logged and\n"
-          "keeps its running values; a file that does not parse changes nothing.\n"
-          ".TP\nSIGPIPE\nIgnored: a peer that goes away mid\\-write does not stop the node.\n",
+          ".TP\nSIGHUP\nRe\\-read the \\fB\\-c\\fR file and apply the keys marked\n"
+          "\\fI[reload]\\fR, each group (log level, TLS, address service, access policy,\n"
+          "gossip peers and keys) all or nothing: a group that fails keeps its running\n"
+          "values, with the reason in the log. The log names the changed keys applied, and\n"
+          "one warning every changed key that waits for the next start. A file that does\n"
+          "not load leaves the running configuration as it is. The keys:\n.br\n",
           f);
+    put_reloadable(f, "", "", "", ",", 72);
+    fputs(".TP\nSIGPIPE\nIgnored: a peer that goes away mid\\-write does not stop the node.\n", f);
 }
 
 static void write_files(FILE *f) {
@@ -198,7 +255,8 @@ static void write_page(FILE *f, const char *version, char **desc) {
           ".SH CONFIGURATION\n"
           "Keys are set in the \\fB\\-c\\fR file as \\fIkey\\fB=\\fIvalue\\fR. Keys marked\n"
           "\\fI[runtime]\\fR take effect at once when changed by UPDATE_NAMESRV_CONFIG, the\n"
-          "others after a restart; keys marked \\fI[no update]\\fR are refused by it.\n",
+          "others after a restart; keys marked \\fI[no update]\\fR are refused by it. Keys\n"
+          "marked \\fI[reload]\\fR are applied by SIGHUP (see SIGNALS).\n",
           f);
     char def[256];
     for (size_t i = 0; i < nsrv_config_key_count(); i++) {
@@ -218,6 +276,8 @@ static void write_page(FILE *f, const char *version, char **desc) {
             fputs(" \\fI[runtime]\\fR", f);
         else if (flags & (NSRV_CONFIG_PATH | NSRV_CONFIG_NOUPDATE))
             fputs(" \\fI[no update]\\fR", f);
+        if (flags & NSRV_CONFIG_RELOAD)
+            fputs(" \\fI[reload]\\fR", f);
         fputc('\n', f);
         char *rest = desc[i];
         while (rest && *rest) {
@@ -236,8 +296,13 @@ static void write_page(FILE *f, const char *version, char **desc) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "--reloadable") == 0) {
+        if (write_reloadable(stdout, argv[2]) == 0)
+            return 0;
+    }
     if (argc != 4) {
-        fprintf(stderr, "usage: nsrvd-mangen EXAMPLE_PROPERTIES VERSION OUTPUT\n");
+        fprintf(stderr, "usage: nsrvd-mangen EXAMPLE_PROPERTIES VERSION OUTPUT\n"
+                        "       nsrvd-mangen --reloadable readme|unit\n");
         return 2;
     }
     char **desc = read_descriptions(argv[1]);

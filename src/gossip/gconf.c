@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsrv/config.h"
 #include "nsrv/gossip.h"
 #include "nsrv/netaddr.h"
 #include "nsrv/seal.h"
@@ -86,6 +87,32 @@ static int peer_token(void *ud, const char *tok, size_t len) {
     return 0;
 }
 
+/* Adds key (node, key_id, pk) to keys[0..*n): a second key of the same id is an error, not
+ * "the last one wins". */
+static int add_key(parse_ctx_t *c, nsrv_gossip_key_t *keys, size_t *n, uint8_t node, uint8_t key_id,
+                   const uint8_t *pk) {
+    if (*n == NSRV_GOSSIP_MAX_KEYS) {
+        snprintf(c->err, c->errlen, "gossipPeerKeys: more than %d keys for node %u",
+                 NSRV_GOSSIP_MAX_KEYS, node);
+        return -EINVAL;
+    }
+    for (size_t k = 0; k < *n; k++) {
+        if (keys[k].key_id == key_id) {
+            snprintf(c->err, c->errlen, "gossipPeerKeys: key %u of node %u listed twice", key_id,
+                     node);
+            return -EINVAL;
+        }
+    }
+    keys[*n].key_id = key_id;
+    memcpy(keys[*n].pk, pk, NSRV_SEAL_PK_LEN);
+    (*n)++;
+    return 0;
+}
+
+static int own_key_token(parse_ctx_t *c, uint8_t node, uint8_t key_id, const uint8_t *pk) {
+    return add_key(c, c->l->self_keys, &c->l->n_self_keys, node, key_id, pk);
+}
+
 static int key_token(void *ud, const char *tok, size_t len) {
     parse_ctx_t *c = ud;
     uint8_t node, key_id, pk[NSRV_SEAL_PK_LEN];
@@ -93,28 +120,16 @@ static int key_token(void *ud, const char *tok, size_t len) {
         snprintf(c->err, c->errlen, "gossipPeerKeys: '%.*s' is not id:keyId:base64", (int)len, tok);
         return -EINVAL;
     }
+    if (node == c->self)
+        return own_key_token(c, node, key_id, pk); /* the list may be shared by every node */
     int i = find_peer(c->l, node);
     if (i < 0) {
-        if (node == c->self)
-            return 0; /* our own public key may sit in a shared list */
         snprintf(c->err, c->errlen, "gossipPeerKeys: node %u is not in gossipPeers", node);
         return -EINVAL;
     }
-    if (c->nkeys[i] == NSRV_GOSSIP_MAX_KEYS) {
-        snprintf(c->err, c->errlen, "gossipPeerKeys: more than %d keys for node %u",
-                 NSRV_GOSSIP_MAX_KEYS, node);
-        return -EINVAL;
-    }
-    for (size_t k = 0; k < c->nkeys[i]; k++) {
-        if (c->l->keys[i][k].key_id == key_id) {
-            snprintf(c->err, c->errlen, "gossipPeerKeys: key %u of node %u listed twice", key_id,
-                     node);
-            return -EINVAL;
-        }
-    }
-    c->l->keys[i][c->nkeys[i]].key_id = key_id;
-    memcpy(c->l->keys[i][c->nkeys[i]].pk, pk, NSRV_SEAL_PK_LEN);
-    c->nkeys[i]++;
+    int rc = add_key(c, c->l->keys[i], &c->nkeys[i], node, key_id, pk);
+    if (rc != 0)
+        return rc;
     c->l->confs[i].nkeys = c->nkeys[i];
     return 0;
 }
@@ -134,4 +149,30 @@ int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id
         }
     }
     return rc;
+}
+
+void nsrv_gossip_state_path(const nsrv_config_t *cfg, char *out, size_t cap) {
+    if (cfg->gossip_state_path[0]) {
+        snprintf(out, cap, "%s", cfg->gossip_state_path);
+        return;
+    }
+    const char *slash = strrchr(cfg->kv_config_path, '/');
+    snprintf(out, cap, "%.*sgossip.state", slash ? (int)(slash - cfg->kv_config_path + 1) : 0,
+             cfg->kv_config_path);
+}
+
+int nsrv_gossip_check_own_key(const nsrv_gossip_peer_list_t *list, uint8_t self_id, uint8_t key_id,
+                              const uint8_t pk[NSRV_SEAL_PK_LEN], char *err, size_t errlen) {
+    /* Only a listed key can be checked: during a rotation (proto/gossip.md) a node may sign
+     * with a key its own copy of the list does not hold yet. */
+    for (size_t k = 0; k < list->n_self_keys; k++) {
+        if (list->self_keys[k].key_id != key_id ||
+            memcmp(list->self_keys[k].pk, pk, NSRV_SEAL_PK_LEN) == 0)
+            continue;
+        return nsrv_fail(err, errlen, -EINVAL,
+                         "gossipSecretKeyFile does not match this node's public key %u:%u in "
+                         "gossipPeerKeys (the file holds another node's or another key's secret)",
+                         self_id, key_id);
+    }
+    return 0;
 }

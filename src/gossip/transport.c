@@ -125,26 +125,33 @@ static void timer_cb(uv_timer_t *t) {
 
 /* ---- configuration ---- */
 
+/* All or nothing: on any error (peers, keys, the secret key file, our own key not matching
+ * it) the running peers and key stay as they were. */
 static int apply_config(nsrv_gossip_t *g, const nsrv_config_t *cfg, bool first, char *err,
                         size_t errlen) {
     nsrv_gossip_peer_list_t *list = nsrv_malloc(sizeof *list);
+    uint8_t pk[NSRV_SEAL_PK_LEN], sk[NSRV_SEAL_SK_LEN];
     int rc = nsrv_gossip_parse_peers(cfg->gossip_peers, cfg->gossip_peer_keys,
                                      (uint8_t)cfg->gossip_node_id, list, err, errlen);
+    if (rc == 0) {
+        rc = nsrv_seal_sk_load(cfg->gossip_secret_key_file, pk, sk);
+        if (rc != 0)
+            nsrv_seal_sk_load_explain(cfg->gossip_secret_key_file, rc,
+                                      (unsigned)cfg->gossip_node_id, err, errlen);
+    }
+    if (rc == 0)
+        rc = nsrv_gossip_check_own_key(list, (uint8_t)cfg->gossip_node_id,
+                                       (uint8_t)cfg->gossip_key_id, pk, err, errlen);
     if (rc == 0 && (rc = nsrv_gossip_peers_configure(g->peers, list->confs, list->n)) != 0)
         snprintf(err, errlen, "gossipPeers/gossipPeerKeys rejected");
     nsrv_free(list);
-    if (rc != 0)
-        return rc;
-    uint8_t pk[NSRV_SEAL_PK_LEN];
-    rc = nsrv_seal_sk_load(cfg->gossip_secret_key_file, pk, g->sk);
-    if (rc != 0) {
-        nsrv_seal_sk_load_explain(cfg->gossip_secret_key_file, rc, (unsigned)cfg->gossip_node_id,
-                                  err, errlen);
-        return rc;
+    if (rc == 0) {
+        memcpy(g->sk, sk, sizeof sk);
+        if (!first)
+            nsrv_gossip_node_set_key(g->node, (uint8_t)cfg->gossip_key_id, g->sk);
     }
-    if (!first)
-        nsrv_gossip_node_set_key(g->node, (uint8_t)cfg->gossip_key_id, g->sk);
-    return 0;
+    nsrv_seal_wipe(sk, sizeof sk);
+    return rc;
 }
 
 int nsrv_gossip_reload(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size_t errlen) {
@@ -209,13 +216,7 @@ nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv
     if (apply_config(g, cfg, true, err, errlen) != 0)
         goto fail;
     char state[4096];
-    if (cfg->gossip_state_path[0])
-        snprintf(state, sizeof state, "%s", cfg->gossip_state_path);
-    else {
-        const char *slash = strrchr(cfg->kv_config_path, '/');
-        snprintf(state, sizeof state, "%.*sgossip.state",
-                 slash ? (int)(slash - cfg->kv_config_path + 1) : 0, cfg->kv_config_path);
-    }
+    nsrv_gossip_state_path(cfg, state, sizeof state);
     uint64_t inc = 0;
     int rc = nsrv_gossip_incarnation_next(state, nsrv_now_wall_ms(), &inc);
     if (rc != 0) {

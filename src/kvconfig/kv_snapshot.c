@@ -32,3 +32,12 @@ nsrv_kv_t *nsrv_kv_clone(const nsrv_kv_t *kv) {
     copy->generation = kv->generation;
     return copy;
 }
+
+void nsrv_kv_restore(nsrv_kv_t *kv, const nsrv_kv_t *from) {
+    nsrv_kv_t *copy = nsrv_kv_clone(from);
+    nsrv__kv_table_free(&kv->table);
+    kv->table = copy->table;
+    copy->table = NULL;
+    kv->generation++;
+    nsrv_kv_destroy(&copy);
+}

@@ -49,6 +49,8 @@ struct nsrv_wfile {
     bool keep_bak;
     nsrv_wsnap_fn_t snap;
     void *snap_ud;
+    nsrv_wsettle_fn_t settle; /* may be NULL */
+    void *settle_ud;
     waiters_t pending; /* requests not yet in a write */
     bool dirty;        /* pending is non-empty: a write must follow */
     bool busy;         /* a job of this file is queued, running or reporting */
@@ -192,6 +194,15 @@ static void kick_cb(uv_idle_t *h) {
     }
 }
 
+/* Moves q's waiters behind those already waiting to report, keeping request order. */
+static void report_append(nsrv_writer_t *w, waiters_t *q) {
+    if (!q->head)
+        return;
+    *w->report.tail = q->head;
+    w->report.tail = q->tail;
+    w->report.n += q->n;
+}
+
 static void finish_job(nsrv_writer_t *w, job_t *j) {
     nsrv_wfile_t *f = j->f;
     f->busy = false;
@@ -205,10 +216,17 @@ static void finish_job(nsrv_writer_t *w, job_t *j) {
     /* Queued behind earlier writes' requests: callbacks stay in request order. */
     for (waiter_t *x = j->waiters.head; x; x = x->next)
         x->rc = j->rc;
-    if (j->waiters.head) {
-        *w->report.tail = j->waiters.head;
-        w->report.tail = j->waiters.tail;
-        w->report.n += j->waiters.n;
+    report_append(w, &j->waiters);
+    if (f->settle)
+        f->settle(f->settle_ud, j->rc);
+    if (j->rc < 0 && f->settle && f->pending.head) {
+        /* Built on the content the owner just rolled back: they fail with this write. */
+        for (waiter_t *x = f->pending.head; x; x = x->next)
+            x->rc = j->rc;
+        w->requests += f->pending.n;
+        report_append(w, &f->pending);
+        waiters_init(&f->pending);
+        f->dirty = false;
     }
     nsrv_free(j);
     /* What arrived during this write goes out now, as one write. */
@@ -284,6 +302,11 @@ nsrv_wfile_t *nsrv_writer_add_file(nsrv_writer_t *w, const char *path, bool keep
     f->next = w->files;
     w->files = f;
     return f;
+}
+
+void nsrv_writer_on_settle(nsrv_wfile_t *f, nsrv_wsettle_fn_t settle, void *ud) {
+    f->settle = settle;
+    f->settle_ud = ud;
 }
 
 void nsrv_writer_request(nsrv_wfile_t *f, nsrv_wdone_fn_t done, void *done_ud) {

@@ -15,6 +15,10 @@ void nsrv__processor_apply_route_opts(nsrv_processor_t *p) {
     nsrv_route_set_opts(p->rt, &opts);
 }
 
+void nsrv_processor_config_changed(nsrv_processor_t *p) {
+    nsrv__processor_apply_route_opts(p);
+}
+
 void nsrv_proc_update_config(nsrv_proc_ctx_t *ctx) {
     nsrv_buf_t remark = NSRV_BUF_INIT;
     int rc =

@@ -4,10 +4,17 @@
  * store are written by the writer thread (include/nsrv/writer.h), from
  * snapshots taken on the loop thread, and the replies to the requests that
  * changed them wait in pending reply slots (conn.c) until they are on disk.
+ *
+ * A write that fails changes nothing: each file keeps the content of its last good write
+ * (and the one in flight); a failure puts the live table or config back to the last good
+ * content, and the writer fails the requests made since (nsrv_writer_on_settle), so what
+ * a client was told failed is never served.
  */
 #include "nsrv/alloc.h"
 #include "nsrv/config.h"
 #include "nsrv/kv.h"
+#include "nsrv/log.h"
+#include "nsrv/processor.h"
 #include "nsrv/writer.h"
 #include "server_int.h"
 
@@ -23,7 +30,24 @@ static void kv_release(void *data) {
 }
 
 static nsrv_wsnap_t kv_snapshot(void *ud) {
-    return (nsrv_wsnap_t){nsrv_kv_clone(ud), kv_encode, kv_release};
+    nsrv_server_t *srv = ud;
+    nsrv_kv_destroy(&srv->kv_inflight);
+    srv->kv_inflight = nsrv_kv_clone(srv->kv);
+    return (nsrv_wsnap_t){nsrv_kv_clone(srv->kv), kv_encode, kv_release};
+}
+
+static void kv_settle(void *ud, int rc) {
+    nsrv_server_t *srv = ud;
+    if (rc == 0) {
+        nsrv_kv_destroy(&srv->kv_good);
+        srv->kv_good = srv->kv_inflight;
+        srv->kv_inflight = NULL;
+        return;
+    }
+    nsrv_kv_destroy(&srv->kv_inflight);
+    nsrv_kv_restore(srv->kv, srv->kv_good);
+    nsrv_log_error("PERSIST", "'%s' not written: KV changes since its last write undone",
+                   nsrv_kv_path(srv->kv));
 }
 
 /* Config: a few hundred bytes of properties text, rendered on the loop thread. */
@@ -38,11 +62,54 @@ static void text_release(void *data) {
     nsrv_free(text);
 }
 
+static nsrv_config_t *config_copy(const nsrv_config_t *cfg) {
+    nsrv_config_t *copy = nsrv_malloc(sizeof *copy);
+    nsrv_config_init_defaults(copy);
+    nsrv_config_adopt_all(copy, cfg);
+    return copy;
+}
+
+static void config_drop(nsrv_config_t **cfg) {
+    if (!*cfg)
+        return;
+    nsrv_config_free(*cfg);
+    nsrv_free(*cfg);
+    *cfg = NULL;
+}
+
 static nsrv_wsnap_t config_snapshot(void *ud) {
+    nsrv_server_t *srv = ud;
+    config_drop(&srv->cfg_inflight);
+    srv->cfg_inflight = config_copy(srv->cfg);
     nsrv_buf_t *text = nsrv_calloc(1, sizeof *text);
     nsrv_buf_init(text);
-    nsrv_config_render_escaped(ud, text);
+    nsrv_config_render_escaped(srv->cfg, text);
     return (nsrv_wsnap_t){text, text_encode, text_release};
+}
+
+static void config_settle(void *ud, int rc) {
+    nsrv_server_t *srv = ud;
+    if (rc == 0) {
+        config_drop(&srv->cfg_good);
+        srv->cfg_good = srv->cfg_inflight;
+        srv->cfg_inflight = NULL;
+        return;
+    }
+    config_drop(&srv->cfg_inflight);
+    nsrv_config_adopt_all(srv->cfg, srv->cfg_good);
+    srv->cfg->version++;
+    nsrv_config_apply_log_level(srv->cfg);
+    nsrv_processor_config_changed(srv->proc);
+    nsrv_log_error("PERSIST", "'%s' not written: config changes since its last write undone",
+                   srv->cfg->config_store_path);
+}
+
+void nsrv__durable_config_adopt(nsrv_server_t *srv, const char *const *names) {
+    /* A SIGHUP's keys are not the config store's to undo: a later failed write keeps them. */
+    if (srv->cfg_good)
+        (void)nsrv_config_adopt(srv->cfg_good, srv->cfg, names);
+    if (srv->cfg_inflight)
+        (void)nsrv_config_adopt(srv->cfg_inflight, srv->cfg, names);
 }
 
 static bool persist(void *ud, nsrv_durable_target_t target, nsrv_durable_done_t done,
@@ -67,14 +134,18 @@ void nsrv__durable_start(nsrv_server_t *srv) {
     srv->writer = nsrv_writer_create(&srv->loop);
     const char *kv_path = nsrv_kv_path(srv->kv);
     if (kv_path) {
-        srv->kv_wfile = nsrv_writer_add_file(srv->writer, kv_path, true, kv_snapshot, srv->kv);
+        srv->kv_wfile = nsrv_writer_add_file(srv->writer, kv_path, true, kv_snapshot, srv);
+        nsrv_writer_on_settle(srv->kv_wfile, kv_settle, srv);
+        srv->kv_good = nsrv_kv_clone(srv->kv);
         nsrv_kv_defer_persist(srv->kv);
     }
     /* The path is fixed at start-up (UPDATE_NAMESRV_CONFIG changes it only for the next start). */
     const char *cfg_path = srv->cfg->config_store_path;
-    if (cfg_path && *cfg_path)
-        srv->config_wfile =
-            nsrv_writer_add_file(srv->writer, cfg_path, true, config_snapshot, srv->cfg);
+    if (cfg_path && *cfg_path) {
+        srv->config_wfile = nsrv_writer_add_file(srv->writer, cfg_path, true, config_snapshot, srv);
+        nsrv_writer_on_settle(srv->config_wfile, config_settle, srv);
+        srv->cfg_good = config_copy(srv->cfg);
+    }
     nsrv_reply_host_t replies = {reserve, fill, srv};
     nsrv_durable_host_t durable = {persist, srv};
     nsrv_processor_set_async(srv->proc, &replies, &durable);
@@ -87,4 +158,8 @@ void nsrv__durable_stop(nsrv_server_t *srv) {
     nsrv_writer_destroy(&srv->writer);
     srv->kv_wfile = NULL;
     srv->config_wfile = NULL;
+    nsrv_kv_destroy(&srv->kv_good);
+    nsrv_kv_destroy(&srv->kv_inflight);
+    config_drop(&srv->cfg_good);
+    config_drop(&srv->cfg_inflight);
 }

@@ -155,33 +155,99 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
         uv_stop(&srv->loop);
 }
 
-/* What each part of a SIGHUP applies; a part that applied is adopted into the
- * running config (nsrv_config_adopt), a part that failed keeps its old values. */
-static const char *const reload_log_keys[] = {"logLevel", NULL};
-static const char *const reload_tls_keys[] = {
-    "tls.config.file",          "tls.test.mode.enable",        "tls.server.authClient",
-    "tls.server.certPath",      "tls.server.keyPath",          "tls.server.keyPassword",
-    "tls.server.trustCertPath", "tls.server.need.client.auth", NULL};
-static const char *const reload_nsaddr_keys[] = {
-    "gossipPeerAdvertisedAddresses", "advertisedAddress", "addressServiceSubgroup", NULL};
-static const char *const reload_acl_keys[] = {
-    "adminAllowList", "brokerAllowList",           "adminAclEnable",
-    "adminAclFile",   "updateNamesrvConfigEnable", NULL};
-static const char *const reload_gossip_keys[] = {"gossipPeers", "gossipPeerKeys",
-                                                 "gossipSecretKeyFile", "gossipKeyId", NULL};
+/* What a SIGHUP did, for its log lines: the changed keys it applied, those it could not. */
+typedef struct {
+    nsrv_server_t *srv;
+    const nsrv_config_t *fresh;
+    nsrv_buf_t applied;
+    bool whole;
+} reload_t;
 
-static bool reload_part(nsrv_server_t *srv, const nsrv_config_t *fresh, bool applied,
-                        const char *const *keys) {
-    if (applied)
-        (void)nsrv_config_adopt(srv->cfg, fresh, keys);
-    return applied;
+static void append_name(nsrv_buf_t *b, const char *name) {
+    if (b->len)
+        nsrv_buf_append_c(b, ", ");
+    nsrv_buf_append_c(b, name);
 }
 
-/* SIGHUP: re-reads the config file for what can change live: the gossip peers,
- * their keys and our signing key (key rotation), the log level, the TLS
- * certificate, key and client-certificate settings (for new connections), the
- * address service's list and the access policy (allow lists, adminAclFile, the
- * UPDATE switch). Other keys take effect at the next start. */
+static bool key_changed(const reload_t *r, const char *name) {
+    for (size_t i = 0; i < nsrv_config_key_count(); i++) {
+        if (strcmp(nsrv_config_key_name(i), name) == 0)
+            return !nsrv_config_key_same(r->srv->cfg, r->fresh, i);
+    }
+    return false;
+}
+
+/* A part that applied is adopted into the running config (nsrv_config_adopt, so
+ * GET_NAMESRV_CONFIG shows it and UPDATE_NAMESRV_CONFIG writes it back) and its changed keys
+ * are named; a part that failed keeps its old values. The parts' keys are the
+ * NSRV_CONFIG_RELOAD_* flags of config_keys.def. */
+static bool reload_part(reload_t *r, unsigned part, bool applied) {
+    const char *names[64];
+    nsrv_config_keys_with(part, names, NSRV_ARRAY_LEN(names));
+    if (!applied) {
+        r->whole = false;
+        return false;
+    }
+    for (const char *const *n = names; *n; n++) {
+        if (key_changed(r, *n))
+            append_name(&r->applied, *n);
+    }
+    (void)nsrv_config_adopt(r->srv->cfg, r->fresh, names);
+    nsrv__durable_config_adopt(r->srv, names);
+    return true;
+}
+
+/* One warning for every changed key a SIGHUP does not apply (they act at the next start). */
+static void warn_needs_restart(const nsrv_config_t *running, const nsrv_config_t *fresh) {
+    nsrv_buf_t names = NSRV_BUF_INIT;
+    for (size_t i = 0; i < nsrv_config_key_count(); i++) {
+        const char *name = nsrv_config_key_name(i);
+        if (!(nsrv_config_key_flags(name) & NSRV_CONFIG_RELOAD) &&
+            !nsrv_config_key_same(running, fresh, i))
+            append_name(&names, name);
+    }
+    if (names.len)
+        nsrv_log_warn("SERVER", "SIGHUP: changed keys not applied, they need a restart: %.*s",
+                      (int)names.len, names.data);
+    nsrv_buf_deinit(&names);
+}
+
+static void reload_apply(nsrv_server_t *srv, nsrv_config_t *fresh) {
+    reload_t r = {.srv = srv, .fresh = fresh, .whole = true};
+    nsrv_buf_init(&r.applied);
+    char err[512] = "";
+    warn_needs_restart(srv->cfg, fresh);
+    nsrv_config_apply_log_level(fresh);
+    reload_part(&r, NSRV_CONFIG_RELOAD_LOG, true);
+    reload_part(&r, NSRV_CONFIG_RELOAD_TLS, nsrv__tls_reload(srv, fresh));
+    if (srv->status_open && !reload_part(&r, NSRV_CONFIG_RELOAD_NSADDR,
+                                         nsrv__nsaddr_configure(srv, fresh, err, sizeof err) == 0))
+        nsrv_log_error("SERVER", "SIGHUP: keeping the running address service: %s", err);
+    nsrv_acl_t *acl = nsrv_acl_create(fresh, err, sizeof err);
+    if (reload_part(&r, NSRV_CONFIG_RELOAD_ACL, acl != NULL))
+        nsrv_processor_set_acl(srv->proc, acl);
+    else
+        nsrv_log_error("ACL", "SIGHUP: keeping the running access rules: %s", err);
+    if (srv->gossip && !reload_part(&r, NSRV_CONFIG_RELOAD_GOSSIP,
+                                    nsrv_gossip_reload(srv->gossip, fresh, err, sizeof err) == 0))
+        nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
+    if (srv->gossip) {
+        nsrv__announce_t ann;
+        nsrv__nsaddr_announce(srv, srv->cfg, &ann);
+        nsrv_gossip_set_announce(srv->gossip, &ann.a);
+    }
+    /* "reloaded" only when every part applied: scripts wait for it. */
+    nsrv_log_notice("SERVER", "SIGHUP: %s '%s'; changed keys applied: %.*s",
+                    r.whole ? "reloaded" : "reload incomplete (errors above) of", srv->config_file,
+                    r.applied.len ? (int)r.applied.len : 4,
+                    r.applied.len ? r.applied.data : "none");
+    nsrv_buf_deinit(&r.applied);
+}
+
+/* SIGHUP: re-reads the config file and applies the keys that can change live (the
+ * NSRV_CONFIG_RELOAD_* keys: gossip peers and keys, the log level, TLS, the address
+ * service's list, the access policy); other changed keys are named in a warning and take
+ * effect at the next start. */
 static void reload(nsrv_server_t *srv) {
     if (!srv->config_file) {
         nsrv_log_notice("SERVER", "SIGHUP: no config file to reload");
@@ -190,39 +256,10 @@ static void reload(nsrv_server_t *srv) {
     nsrv_config_t fresh;
     char err[512] = "";
     nsrv_config_init_defaults(&fresh);
-    if (nsrv_config_load_file(&fresh, srv->config_file, err, sizeof err) != 0) {
+    if (nsrv_config_load_file(&fresh, srv->config_file, err, sizeof err) != 0)
         nsrv_log_error("SERVER", "SIGHUP: keeping the running config: %s", err);
-    } else {
-        nsrv_config_apply_log_level(&fresh);
-        reload_part(srv, &fresh, true, reload_log_keys);
-        bool whole = reload_part(srv, &fresh, nsrv__tls_reload(srv, &fresh), reload_tls_keys);
-        if (srv->status_open &&
-            !reload_part(srv, &fresh, nsrv__nsaddr_configure(srv, &fresh, err, sizeof err) == 0,
-                         reload_nsaddr_keys)) {
-            nsrv_log_error("SERVER", "SIGHUP: keeping the running address service: %s", err);
-            whole = false;
-        }
-        nsrv_acl_t *acl = nsrv_acl_create(&fresh, err, sizeof err);
-        if (reload_part(srv, &fresh, acl != NULL, reload_acl_keys)) {
-            nsrv_processor_set_acl(srv->proc, acl);
-        } else {
-            nsrv_log_error("ACL", "SIGHUP: keeping the running access rules: %s", err);
-            whole = false;
-        }
-        if (srv->gossip &&
-            !reload_part(srv, &fresh, nsrv_gossip_reload(srv->gossip, &fresh, err, sizeof err) == 0,
-                         reload_gossip_keys)) {
-            nsrv_log_error("GOSSIP", "SIGHUP: keeping the running peers and keys: %s", err);
-            whole = false;
-        }
-        if (srv->gossip) {
-            nsrv__announce_t ann;
-            nsrv__nsaddr_announce(srv, srv->cfg, &ann);
-            nsrv_gossip_set_announce(srv->gossip, &ann.a);
-        }
-        if (whole)
-            nsrv_log_notice("SERVER", "SIGHUP: reloaded '%s'", srv->config_file);
-    }
+    else
+        reload_apply(srv, &fresh);
     nsrv_config_free(&fresh);
 }
 
@@ -266,11 +303,19 @@ static int bind_listener(nsrv_server_t *srv) {
     uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&bound, &len);
     int bound_port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
                                                  : ntohs(((struct sockaddr_in *)&bound)->sin_port);
-    /* Scripts wait for this exact line (NamesrvStartup prints it on stdout). */
     srv->bound_port = bound_port;
-    printf("The Name Server boot success. serializeType=JSON, address %s:%d\n", host, bound_port);
-    fflush(stdout);
     return 0;
+}
+
+/* Scripts wait for this exact line (NamesrvStartup prints it on stdout), so it comes only
+ * once every listener is bound and gossip runs: a node that is about to exit never says it. */
+static void announce_serving(nsrv_server_t *srv) {
+    const char *host =
+        srv->cfg->bind_address && *srv->cfg->bind_address ? srv->cfg->bind_address : "0.0.0.0";
+    printf("The Name Server boot success. serializeType=JSON, address %s:%d\n", host,
+           srv->bound_port);
+    fflush(stdout);
+    notify_ready_when_ready(srv);
 }
 
 static void init_timer(nsrv_server_t *srv, uv_timer_t *t) {
@@ -360,6 +405,8 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
 
     srv->kv = nsrv_kv_create(cfg->kv_config_path);
     char err[256] = "";
+    if (nsrv__data_locks_take(srv) != 0)
+        goto stop_loop;
     if (nsrv_kv_load(srv->kv, err, sizeof err) != 0) {
         nsrv_log_error("KV", "cannot load '%s': %s", cfg->kv_config_path, err);
         goto stop_loop;
@@ -389,7 +436,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     uint64_t scan_ms = (uint64_t)cfg->scan_not_active_broker_interval;
     uv_timer_start(&srv->scan_timer, scan_cb, scan_ms, scan_ms);
     uv_timer_start(&srv->idle_timer, idle_cb, IDLE_CHECK_MS, IDLE_CHECK_MS);
-    notify_ready_when_ready(srv);
+    announce_serving(srv);
 
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     exit_code = 0;
@@ -408,6 +455,7 @@ stop_loop:
     nsrv_processor_destroy(&srv->proc);
     nsrv_route_destroy(&srv->rt);
     nsrv_kv_destroy(&srv->kv);
+    nsrv__data_locks_release(srv);
     nsrv__tls_stop(srv);
     nsrv_free(srv->nsaddr_peers);
     nsrv_arena_deinit(&srv->arena);

@@ -18,6 +18,8 @@
 #include "metrics.h"
 
 struct nsrv_config;
+/* kvConfigPath, configStorePath, the gossip state file. */
+#define NSRV_DATA_LOCKS_MAX 3
 typedef struct nsrv_kv nsrv_kv_t;
 typedef struct nsrv_processor nsrv_processor_t;
 typedef struct nsrv_server nsrv_server_t;
@@ -101,8 +103,11 @@ struct nsrv_server {
     uv_idle_t resume; /* continues connections that yielded their batch */
     /* Durable writes off the loop (durable.c). */
     nsrv_writer_t *writer;
-    nsrv_wfile_t *kv_wfile;             /* NULL: no kvConfigPath */
-    nsrv_wfile_t *config_wfile;         /* NULL: no configStorePath */
+    nsrv_wfile_t *kv_wfile;     /* NULL: no kvConfigPath */
+    nsrv_wfile_t *config_wfile; /* NULL: no configStorePath */
+    /* Content of each file's last good write and of its write in flight (durable.c). */
+    nsrv_kv_t *kv_good, *kv_inflight;
+    struct nsrv_config *cfg_good, *cfg_inflight;
     size_t replies_pending;             /* reserved reply slots not yet filled */
     uint64_t batch_yields_total;        /* read batches cut at their budget */
     uint64_t frames_offloaded_total;    /* big frames decoded on a worker (conn_offload.c) */
@@ -119,6 +124,9 @@ struct nsrv_server {
     int signals_seen;
     uint64_t start_ms;
     int bound_port;
+    /* Descriptors holding the data files' locks for the process's life (data_locks.c). */
+    int data_lock_fds[NSRV_DATA_LOCKS_MAX];
+    size_t n_data_locks;
     uint64_t requests_total;
     uint64_t route_fast_total; /* of those, route queries the fast path answered */
     uint64_t bad_frames_total;
@@ -242,6 +250,13 @@ void nsrv__conn_tls_free(nsrv_conn_t *c);
  * writes asynchronous; stop waits for every requested write, then ends it. */
 void nsrv__durable_start(nsrv_server_t *srv);
 void nsrv__durable_stop(nsrv_server_t *srv);
+/* A SIGHUP applied names: the config a failed write goes back to keeps them. */
+void nsrv__durable_config_adopt(nsrv_server_t *srv, const char *const *names);
+
+/* data_locks.c: locks the data files (or logs why not and returns -1); release closes the
+ * lock descriptors. */
+int nsrv__data_locks_take(nsrv_server_t *srv);
+void nsrv__data_locks_release(nsrv_server_t *srv);
 
 /* conn_hygiene.c */
 /* Listener callback: accepts one connection, or accepts and closes it at maxConnections. */

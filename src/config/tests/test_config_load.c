@@ -218,9 +218,11 @@ static void test_key_table(void **state) {
     assert_int_equal(nsrv_config_key_count(), 81);
     assert_null(nsrv_config_key_name(81));
     assert_int_equal(nsrv_config_key_flags("tls.server.keyPassword"),
-                     NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_SECRET);
-    assert_int_equal(nsrv_config_key_flags("adminAllowList"), NSRV_CONFIG_NOUPDATE);
-    assert_int_equal(nsrv_config_key_flags("adminAclFile"), NSRV_CONFIG_PATH);
+                     NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_SECRET | NSRV_CONFIG_RELOAD_TLS);
+    assert_int_equal(nsrv_config_key_flags("adminAllowList"),
+                     NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_RELOAD_ACL);
+    assert_int_equal(nsrv_config_key_flags("adminAclFile"),
+                     NSRV_CONFIG_PATH | NSRV_CONFIG_RELOAD_ACL);
     assert_int_equal(nsrv_config_key_flags("kvConfigPath"), NSRV_CONFIG_PATH);
     assert_int_equal(nsrv_config_key_flags("configBlackList"), NSRV_CONFIG_NOUPDATE);
     assert_int_equal(nsrv_config_key_flags("enableAllTopicList"), NSRV_CONFIG_RUNTIME);

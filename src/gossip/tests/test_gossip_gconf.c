@@ -43,7 +43,8 @@ static void test_good_lists(void **state) {
     assert_int_equal(l.confs[0].nkeys, 1);
     assert_int_equal(l.confs[1].node_id, 3);
     assert_string_equal(l.confs[1].addr, "[::1]:9878");
-    /* Our own key in the shared list is ignored; no peers at all is fine. */
+    /* Our own key in the shared list is kept apart for the own-key check; no peers at all
+     * is fine. */
     assert_int_equal(parse("", key_tok[0], &l, err), 0);
     assert_int_equal(l.n, 0);
 }
@@ -96,5 +97,33 @@ static void test_bad_lists(void **state) {
     assert_int_equal(parse("2@127.0.0.2:9878", keys, &l, err), -EINVAL);
 }
 
+/* The node's own public key in the shared list is checked against its secret key file:
+ * another node's key under its key id, or its own id and key id twice, is refused. */
+static void test_own_key_checked(void **state) {
+    (void)state;
+    nsrv_gossip_peer_list_t l;
+    char err[256] = "", keys[512];
+    uint8_t seed[NSRV_SEAL_SEED_LEN], pk[3][NSRV_SEAL_PK_LEN], sk[NSRV_SEAL_SK_LEN];
+    for (int i = 0; i < 3; i++) {
+        memset(seed, i + 1, sizeof seed);
+        nsrv_seal_keypair_from_seed(seed, pk[i], sk);
+    }
+    snprintf(keys, sizeof keys, "%s,%s", key_tok[0], key_tok[1]);
+    assert_int_equal(parse("2@127.0.0.2:9878", keys, &l, err), 0);
+    assert_int_equal(l.n_self_keys, 1);
+    assert_int_equal(nsrv_gossip_check_own_key(&l, 1, 1, pk[0], err, sizeof err), 0);
+    assert_int_equal(nsrv_gossip_check_own_key(&l, 1, 1, pk[1], err, sizeof err), -EINVAL);
+    assert_non_null(strstr(err, "does not match this node's public key 1:1"));
+    /* Signing with key 2 while the list holds only key 1 (a rotation under way): unchecked. */
+    assert_int_equal(nsrv_gossip_check_own_key(&l, 1, 2, pk[1], err, sizeof err), 0);
+    /* Only peers' keys listed: nothing to check against. */
+    assert_int_equal(parse("2@127.0.0.2:9878", key_tok[1], &l, err), 0);
+    assert_int_equal(nsrv_gossip_check_own_key(&l, 1, 1, pk[1], err, sizeof err), 0);
+    /* Node 1's key 1 twice (the second one node 3's public key under node 1's name). */
+    snprintf(keys, sizeof keys, "%s,%s,1:1%s", key_tok[0], key_tok[1], strchr(key_tok[2], ':') + 2);
+    assert_int_equal(parse("2@127.0.0.2:9878", keys, &l, err), -EINVAL);
+    assert_non_null(strstr(err, "key 1 of node 1 listed twice"));
+}
+
 NSRV_TEST_MAIN(setup, NULL, cmocka_unit_test(test_good_lists), cmocka_unit_test(test_rotation_keys),
-               cmocka_unit_test(test_bad_lists))
+               cmocka_unit_test(test_bad_lists), cmocka_unit_test(test_own_key_checked))

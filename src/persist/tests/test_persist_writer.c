@@ -43,16 +43,16 @@ typedef struct {
 
 /* What the writer thread's hook does: block until released, or fail. */
 static uv_sem_t hook_entered, hook_release;
-static atomic_int hook_mode; /* 0 off, 1 block once, 2 fail with -EIO once */
+static atomic_int hook_mode; /* 0 off, 1 block once, 2 fail with -EIO once, 3 both */
 
 static int hook(const char *tmp) {
     (void)tmp;
     int mode = atomic_exchange(&hook_mode, 0);
-    if (mode == 1) {
+    if (mode == 1 || mode == 3) {
         uv_sem_post(&hook_entered);
         uv_sem_wait(&hook_release);
     }
-    return mode == 2 ? -EIO : 0;
+    return mode >= 2 ? -EIO : 0;
 }
 
 /* "v" from the rope's own text, the number by reference into the snapshot: the file is
@@ -239,6 +239,70 @@ static void test_failure_reaches_every_request_of_the_write(void **state) {
     assert_string_equal(log.seen[3], "v1");
 }
 
+/* settle: records each outcome; a failure puts the model back to what the file holds. */
+typedef struct {
+    model_t *model;
+    int good_version; /* the version of the last good write */
+    int inflight;     /* the version the write in flight holds */
+    int rcs[8];
+    int n;
+} settle_log_t;
+
+static nsrv_wsnap_t snap_tracked(void *ud) {
+    settle_log_t *s = ud;
+    s->inflight = s->model->version;
+    return snap_model(s->model);
+}
+
+static void on_settle(void *ud, int rc) {
+    settle_log_t *s = ud;
+    s->rcs[s->n++] = rc;
+    if (rc == 0)
+        s->good_version = s->inflight;
+    else
+        s->model->version = s->good_version;
+}
+
+/* A failed write is settled before its callbacks; the requests made during it built on
+ * content the owner undid, so they fail with it and are not written; later ones are. */
+static void test_failure_settles_and_fails_requests_made_during_it(void **state) {
+    fixture_t *f = *state;
+    settle_log_t s = {.model = &f->model};
+    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_tracked, &s);
+    nsrv_writer_on_settle(wf, on_settle, &s);
+    log_t log = {.path = f->path};
+    req_t reqs[4];
+    for (int i = 0; i < 4; i++)
+        reqs[i] = (req_t){&log, i};
+    f->model.version = 1;
+    nsrv_writer_request(wf, on_done, &reqs[0]);
+    nsrv_writer_drain(f->w);
+    f->model.version = 2;
+    atomic_store(&hook_mode, 3);
+    nsrv_writer_request(wf, on_done, &reqs[1]);
+    uv_run(&f->loop, UV_RUN_NOWAIT);
+    uv_sem_wait(&hook_entered);
+    f->model.version = 3; /* made while version 2 is being written */
+    nsrv_writer_request(wf, on_done, &reqs[2]);
+    uv_sem_post(&hook_release);
+    nsrv_writer_drain(f->w);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(s.rcs[0], 0);
+    assert_int_equal(s.rcs[1], -EIO);
+    assert_int_equal(f->model.version, 1);
+    assert_int_equal(f->model.snapshots, 2); /* version 3 was never written */
+    assert_int_equal(log.n, 3);
+    assert_int_equal(log.rc[1], -EIO);
+    assert_int_equal(log.rc[2], -EIO);
+    assert_string_equal(log.seen[2], "v1");
+    f->model.version = 5;
+    nsrv_writer_request(wf, on_done, &reqs[3]);
+    nsrv_writer_drain(f->w);
+    assert_int_equal(log.n, 4);
+    assert_int_equal(log.rc[3], 0);
+    assert_string_equal(log.seen[3], "v5");
+}
+
 static void test_unwritable_path_reports_errno(void **state) {
     fixture_t *f = *state;
     char blocker[160], path[200];
@@ -367,6 +431,7 @@ NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_burst_during_a_write_is_one_mo
                NSRV_FIXTURE_TEST(test_requests_in_one_loop_turn_share_a_write),
                NSRV_FIXTURE_TEST(test_no_callback_before_the_data_is_on_disk),
                NSRV_FIXTURE_TEST(test_failure_reaches_every_request_of_the_write),
+               NSRV_FIXTURE_TEST(test_failure_settles_and_fails_requests_made_during_it),
                NSRV_FIXTURE_TEST(test_unwritable_path_reports_errno),
                NSRV_FIXTURE_TEST(test_order_across_files_and_writes),
                NSRV_FIXTURE_TEST(test_request_without_callback_is_still_written),

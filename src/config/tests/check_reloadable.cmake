@@ -1,0 +1,50 @@
+# ctest reloadable_keys: the keys a SIGHUP applies (the NSRV_CONFIG_RELOAD_* flags of
+# config_keys.def) are listed the same in README.md (between its reloadable-keys markers,
+# wherever the block sits), in conf/nsrvd.service's comment and in nsrvd.8's SIGNALS
+# section: each is compared with what nsrvd-mangen generates from the table.
+foreach(form readme unit)
+  execute_process(COMMAND ${MANGEN} --reloadable ${form} OUTPUT_VARIABLE want_${form}
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR want_${form} STREQUAL "")
+    message(FATAL_ERROR "nsrvd-mangen --reloadable ${form} failed (rc=${rc})")
+  endif()
+endforeach()
+file(READ ${README} readme)
+string(FIND "${readme}" "<!-- reloadable-keys:begin -->\n" begin)
+string(FIND "${readme}" "<!-- reloadable-keys:end -->" end)
+if(begin LESS 0 OR end LESS begin)
+  message(FATAL_ERROR "README.md has no <!-- reloadable-keys:begin --> ... end --> block; "
+                      "put this between the markers:\n${want_readme}")
+endif()
+math(EXPR from "${begin} + 31")
+math(EXPR len "${end} - ${from}")
+string(SUBSTRING "${readme}" ${from} ${len} have)
+if(NOT have STREQUAL want_readme)
+  message(FATAL_ERROR "README.md's reloadable-keys block differs from config_keys.def; "
+                      "it must read:\n${want_readme}\nit reads:\n${have}")
+endif()
+file(READ ${UNIT} unit)
+string(FIND "${unit}" "${want_unit}" at)
+if(at LESS 0)
+  message(FATAL_ERROR "conf/nsrvd.service lacks the generated reloadable-keys comment:\n${want_unit}")
+endif()
+# The manual page lists them with commas under SIGHUP.
+file(READ ${PAGE} page)
+string(REPLACE "`" "" words "${want_readme}")
+string(REPLACE "\n" " " words "${words}")
+string(REGEX MATCHALL "[A-Za-z][A-Za-z.]+,?" listed "${words}")
+list(LENGTH listed n)
+if(n LESS 10)
+  message(FATAL_ERROR "found only ${n} reloadable keys in the generated list: ${listed}")
+endif()
+string(REGEX REPLACE "\n" " " page_flat "${page}")
+foreach(k ${listed})
+  if(NOT k MATCHES ",$" AND NOT k MATCHES "[A-Z]")
+    continue() # the sentence's words, not keys
+  endif()
+  string(REPLACE "," "" k "${k}")
+  string(REGEX MATCH "\\.SH SIGNALS.* ${k}[,\n ]" hit "${page_flat} ")
+  if(NOT hit)
+    message(FATAL_ERROR "nsrvd.8 SIGNALS does not list reloadable key ${k}")
+  endif()
+endforeach()
