@@ -139,7 +139,7 @@ def test_key_file_readable_by_others_no_boot_line(nsrvd_factory, tmp_path):
     cfg = gossip_config(tmp_path)
     os.chmod(cfg["gossipSecretKeyFile"], 0o644)
     p, rc = wait_refused(nsrvd_factory, cfg)
-    assert_refused(p, rc, "must not be readable by group or others")
+    assert_refused(p, rc, "lets group or others read a secret key", "chmod 600")
 
 
 # ---- one process per data ----

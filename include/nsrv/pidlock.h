@@ -17,6 +17,7 @@
  * Locks "<path>.lock" (created with its parent directories). Returns an open
  * descriptor (close-on-exec) that keeps the lock, or -1 with the reason in err:
  * "'<path>' is in use by process <pid> (lock file '<path>.lock')" when another
- * process holds it, or the system error that stopped the lock.
+ * process holds it (errno EBUSY), or the system error that stopped the lock
+ * (in errno).
  */
 int nsrv_pidlock_acquire(const char *path, char *err, size_t errlen);

@@ -55,6 +55,7 @@ int nsrv_pidlock_acquire(const char *path, char *err, size_t errlen) {
                              path, lock_path);
                 close(fd);
                 nsrv_free(lock_path);
+                errno = EBUSY;
                 return -1;
             }
         }
@@ -69,5 +70,7 @@ int nsrv_pidlock_acquire(const char *path, char *err, size_t errlen) {
         fd = -1;
     }
     nsrv_free(lock_path);
+    if (fd < 0)
+        errno = -rc;
     return fd;
 }

@@ -6,6 +6,7 @@
  * One configuration naming the same file for two of them is refused too: each writer would
  * replace the other's content.
  */
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -28,11 +29,16 @@ static bool same_file(int fd_a, int fd_b) {
            a.st_ino == b.st_ino;
 }
 
+static bool unwritable_dir(int err) {
+    return err == EACCES || err == EROFS || err == EPERM;
+}
+
 int nsrv__data_locks_take(nsrv_server_t *srv) {
     const nsrv_config_t *cfg = srv->cfg;
     char state[4096];
     nsrv_gossip_state_path(cfg, state, sizeof state);
     data_file_t files[NSRV_DATA_LOCKS_MAX];
+    const char *locked_key[NSRV_DATA_LOCKS_MAX];
     size_t n = 0;
     if (cfg->kv_config_path[0])
         files[n++] = (data_file_t){"kvConfigPath", cfg->kv_config_path};
@@ -43,18 +49,27 @@ int nsrv__data_locks_take(nsrv_server_t *srv) {
     for (size_t i = 0; i < n; i++) {
         char err[4200] = "";
         int fd = nsrv_pidlock_acquire(files[i].path, err, sizeof err);
+        if (fd < 0 && unwritable_dir(errno)) {
+            /* A directory this process cannot write (the packaged /etc/nsrvd under
+             * ProtectSystem=strict, where configStorePath is the -c file) cannot hold the
+             * lock, but then this process cannot rewrite the file either: nothing to guard. */
+            nsrv_log_notice("SERVER", "%s not locked: %s (this process cannot rewrite it either)",
+                            files[i].key, err);
+            continue;
+        }
         if (fd < 0) {
             nsrv_log_error("SERVER", "cannot start: %s %s", files[i].key, err);
             return -1;
         }
-        for (size_t j = 0; j < i; j++) {
+        for (size_t j = 0; j < srv->n_data_locks; j++) {
             if (same_file(srv->data_lock_fds[j], fd)) {
                 nsrv_log_error("SERVER", "cannot start: %s and %s are the same file '%s'",
-                               files[j].key, files[i].key, files[i].path);
+                               locked_key[j], files[i].key, files[i].path);
                 close(fd);
                 return -1;
             }
         }
+        locked_key[srv->n_data_locks] = files[i].key;
         srv->data_lock_fds[srv->n_data_locks++] = fd;
     }
     return 0;
