@@ -91,8 +91,8 @@ compose_build() {
   while read -r svc image; do
     [ -n "$svc" ] || continue
     t0=$(date +%s)
-    compose build "$svc" >"$log" 2>&1
-    rc=$?
+    rc=0 # `|| rc=$?`: the failure must reach the report below under set -e too
+    compose build "$svc" </dev/null >"$log" 2>&1 || rc=$?
     # podman-compose 1.0.x: "exit code: N" after each podman command it ran, exit status 0
     if [ $rc -eq 0 ] && grep -Eq '^exit code: [1-9]' "$log"; then rc=1; fi
     if [ $rc -eq 0 ] && ! "$COMPOSE_ENGINE" image inspect "$image" >/dev/null 2>&1; then

@@ -19,9 +19,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nsrvd=${NSRVD_BIN:-build/src/nsrvd}
-files=(-f docker/docker-compose.yml -f docker/node4.yml)
-if docker info >/dev/null 2>&1; then engine=docker; compose() { docker compose "${files[@]}" "$@"; }
-else engine=podman; compose() { podman-compose "${files[@]}" "$@"; }; fi
+. docker/compose-lib.sh
+compose_init docker/docker-compose.yml docker/node4.yml
+engine=$COMPOSE_ENGINE
 # -a: a paused container is not in plain `ps` (podman)
 cname() { $engine ps -a --filter "label=com.docker.compose.service=$1" --format '{{.Names}}' | head -1; }
 direct_on() { # PORT BROKER-NAME: is that broker direct on the node behind that status port?
@@ -41,6 +41,8 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...
   echo "ok: $what after $(($(date +%s) - t0))s"
 }
 
+# images first: a failed build stops here with the engine's error, not after a 420 s wait
+compose_build
 compose up -d nsrvd1 nsrvd2 nsrvd3 broker-a broker-a-s producer consumer prometheus broker-b producer-ns \
   >/dev/null 2>&1
 for p in 29886 29887 29888; do
