@@ -105,6 +105,10 @@ compose_build() {
       if [ "$COMPOSE_ENGINE" = podman ] && grep -Eq '(initializing source|short-name|pinging).*debian:bookworm' "$log"; then
         echo "no registry reachable? docker/podman-base-image.sh builds debian:bookworm-slim locally"
       fi
+      if grep -Eq 'PKIX path building failed|Could not transfer artifact' "$log"; then
+        echo "Maven could not download from inside the build: docker/maven-mirror.sh start serves the" \
+          "artifacts from the host (MAVEN_MIRROR=...; docker/README.md, \"Maven Central from inside a build\")"
+      fi
       rm -f "$log"
       return 1
     fi
