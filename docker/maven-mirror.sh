@@ -6,7 +6,7 @@
 # dir), serves that directory over HTTP (port 18081, $MAVEN_MIRROR_PORT) and prints, with the
 # container engine's bridge gateway (the host, as the build containers see it),
 #   MAVEN_MIRROR=http://GATEWAY:PORT/
-# for `MAVEN_MIRROR=... podman-compose ... build` (docker-compose.yml passes it on as a build
+# for `MAVEN_MIRROR=... docker/build-images.sh` (docker-compose.yml passes it on as a build
 # argument). `stop` ends the server. cluster-tests/docker-smoke.sh does both when mvn exists.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
