@@ -41,8 +41,18 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...
   echo "ok: $what after $(($(date +%s) - t0))s"
 }
 
-# images first: a failed build stops here with the engine's error, not after a 420 s wait
-compose_build
+# images first: a failed build stops here with the engine's error, not after a 420 s wait.
+# Maven Central through the host's own Maven (docker/maven-mirror.sh), as docker-smoke.sh does
+mirror=
+if [ -z "${MAVEN_MIRROR:-}" ] && command -v mvn >/dev/null; then
+  MAVEN_MIRROR=$(docker/maven-mirror.sh start | sed -n 's/^MAVEN_MIRROR=//p')
+  export MAVEN_MIRROR
+  mirror=1
+fi
+build_rc=0
+compose_build || build_rc=$?
+[ -z "$mirror" ] || docker/maven-mirror.sh stop
+[ $build_rc -eq 0 ] || exit 1
 compose up -d nsrvd1 nsrvd2 nsrvd3 broker-a broker-a-s producer consumer prometheus broker-b producer-ns \
   >/dev/null 2>&1
 for p in 29886 29887 29888; do
