@@ -8,8 +8,10 @@
 #   4. Prometheus (127.0.0.1:29090) scrapes every node: its targets API says "up" for each;
 #   5. the alert rules pass their unit test (promtool, when installed).
 # Uses `docker compose` when a Docker engine answers, else podman-compose (docker/README.md has
-# the podman set-up for hosts without Docker). Needs build/src/nsrvd and
-# build/src/tools/nsrv-brokersim on the host. Ends with "N passed, M failed".
+# the podman set-up for hosts without Docker). The images are built one at a time first; the
+# first build that fails ends the smoke at once with the engine's error (docker/compose-lib.sh).
+# Needs build/src/nsrvd and build/src/tools/nsrv-brokersim on the host. Ends with
+# "N passed, M failed".
 #   DOCKER_SMOKE_KEEP=1   leave the cluster running afterwards
 set -u
 cd "$(dirname "$0")/.."
@@ -19,8 +21,9 @@ brokersim=$(dirname "$nsrvd")/tools/nsrv-brokersim
 for b in "$nsrvd" "$brokersim"; do
   [ -x "$b" ] || { echo "docker-smoke: $b missing (build first)"; echo "0 passed, 1 failed"; exit 1; }
 done
-if docker info >/dev/null 2>&1; then compose() { docker compose -f docker/docker-compose.yml "$@"; }
-else compose() { podman-compose -f docker/docker-compose.yml "$@"; }; fi
+. docker/compose-lib.sh
+compose_init docker/docker-compose.yml || { echo "0 passed, 1 failed"; exit 1; }
+echo "docker-smoke: $COMPOSE_ENGINE"
 # Maven Central through the host's own Maven (docker/maven-mirror.sh) unless told otherwise
 mirror=
 if [ -z "${MAVEN_MIRROR:-}" ] && command -v mvn >/dev/null; then
@@ -51,13 +54,17 @@ print(sum(b["source"].startswith(sys.argv[1]) for b in d["brokers"]))' "$2" 2>/d
 
 compose down -v >/dev/null 2>&1 # a volume left by an earlier run would hold old keys
 t=$(now)
-if ! compose build >/tmp/docker-smoke-build.$$.log 2>&1; then
-  tail -20 /tmp/docker-smoke-build.$$.log; echo "image build failed"; echo "0 passed, 1 failed"; exit 1
-fi
+compose_build || { echo "0 passed, 1 failed"; exit 1; }
 echo "images built in $(since "$t") s"
-rm -f /tmp/docker-smoke-build.$$.log
 t=$(now)
-compose up -d >/dev/null 2>&1 || { echo "compose up failed"; echo "0 passed, 1 failed"; exit 1; }
+uplog=$(mktemp "${TMPDIR:-/tmp}/docker-smoke-up.XXXXXX")
+compose up -d >"$uplog" 2>&1 || { tail -40 "$uplog"; echo "compose up failed"; echo "0 passed, 1 failed"; exit 1; }
+# podman-compose 1.0.3 exits 0 from `up` even when a container could not be created
+missing=$(compose_missing_containers)
+if [ -n "$missing" ]; then
+  tail -40 "$uplog"; echo "compose up started no container for: $missing"; echo "0 passed, 1 failed"; exit 1
+fi
+rm -f "$uplog"
 
 # 1. every real broker direct on all three nodes (start-up: Java broker boot included)
 deadline=$(($(date +%s) + 420))

@@ -6,7 +6,7 @@
 # dir), serves that directory over HTTP (port 18081, $MAVEN_MIRROR_PORT) and prints, with the
 # container engine's bridge gateway (the host, as the build containers see it),
 #   MAVEN_MIRROR=http://GATEWAY:PORT/
-# for `MAVEN_MIRROR=... podman-compose ... build` (docker-compose.yml passes it on as a build
+# for `MAVEN_MIRROR=... docker/build-images.sh` (docker-compose.yml passes it on as a build
 # argument). `stop` ends the server. cluster-tests/docker-smoke.sh does both when mvn exists.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,9 +25,9 @@ case "${1:-}" in
     stamp=$( (cat "$root/cluster-tests/compat/peers/pom.xml" "$root/cluster-tests/compat/java/pom.xml" \
       "$root"/cluster-tests/compat/java/src/main/java/nsrvd/compat/*.java; echo $v) | sha256sum | cut -c1-16)
     if [ "$(cat "$repo.stamp" 2>/dev/null)" != "$stamp" ]; then
-      mvn -q -B -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/peers/pom.xml" -Drmq.role=broker \
+      mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/peers/pom.xml" -Drmq.role=broker \
         -Drmq.version=$v $dep:copy-dependencies -DoutputDirectory="$root/build/docker-m2-out/broker" >&2
-      mvn -q -B -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/java/pom.xml" -Drmq.client.version=$v \
+      mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/java/pom.xml" -Drmq.client.version=$v \
         -Dcompat.out="$root/build/docker-m2-out/client" package $dep:copy-dependencies \
         -DoutputDirectory="$root/build/docker-m2-out/client/lib" >&2
       echo "$stamp" > "$repo.stamp"

@@ -19,9 +19,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nsrvd=${NSRVD_BIN:-build/src/nsrvd}
-files=(-f docker/docker-compose.yml -f docker/node4.yml)
-if docker info >/dev/null 2>&1; then engine=docker; compose() { docker compose "${files[@]}" "$@"; }
-else engine=podman; compose() { podman-compose "${files[@]}" "$@"; }; fi
+. docker/compose-lib.sh
+compose_init docker/docker-compose.yml docker/node4.yml
+engine=$COMPOSE_ENGINE
 # -a: a paused container is not in plain `ps` (podman)
 cname() { $engine ps -a --filter "label=com.docker.compose.service=$1" --format '{{.Names}}' | head -1; }
 direct_on() { # PORT BROKER-NAME: is that broker direct on the node behind that status port?
@@ -41,6 +41,18 @@ wait_for() { # SECONDS DESCRIPTION COMMAND...
   echo "ok: $what after $(($(date +%s) - t0))s"
 }
 
+# images first: a failed build stops here with the engine's error, not after a 420 s wait.
+# Maven Central through the host's own Maven (docker/maven-mirror.sh), as docker-smoke.sh does
+mirror=
+if [ -z "${MAVEN_MIRROR:-}" ] && command -v mvn >/dev/null; then
+  MAVEN_MIRROR=$(docker/maven-mirror.sh start | sed -n 's/^MAVEN_MIRROR=//p')
+  export MAVEN_MIRROR
+  mirror=1
+fi
+build_rc=0
+compose_build || build_rc=$?
+[ -z "$mirror" ] || docker/maven-mirror.sh stop
+[ $build_rc -eq 0 ] || exit 1
 compose up -d nsrvd1 nsrvd2 nsrvd3 broker-a broker-a-s producer consumer prometheus broker-b producer-ns \
   >/dev/null 2>&1
 for p in 29886 29887 29888; do

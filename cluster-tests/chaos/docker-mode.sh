@@ -34,6 +34,13 @@ if [ -z "${MAVEN_MIRROR:-}" ] && command -v mvn >/dev/null; then
   export MAVEN_MIRROR
   mirror=1
 fi
+# images first, one at a time: a failed build ends the run at once with the engine's error
+# (podman-compose 1.0.3's `up --build` would go on without the image)
+if ! "$root/docker/build-images.sh" "$root/docker/docker-compose.yml"; then
+  [ -n "$mirror" ] && "$root/docker/maven-mirror.sh" stop
+  echo "0 passed, 1 failed"
+  exit 1
+fi
 work=${CHAOS_WORK:-$(mktemp -d /tmp/nsrvd-chaos-docker.XXXXXX)}
 # bounded like the namespace mode; the image build of a first run is included
 timeout --foreground -s TERM -k 60 "${CHAOS_TIMEOUT:-2400}" python3 "$here/docker_chaos.py" \
