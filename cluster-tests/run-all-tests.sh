@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need (Debian 12), builds nsrvd three times (optimised; ASan+UBSan
-# with clang; libFuzzer+ASan+UBSan with clang) and runs every test stage. Each stage is
+# Installs what the tests need (Debian 12), builds nsrvd four times (optimised; ASan+UBSan
+# with clang; ThreadSanitizer with clang; libFuzzer+ASan+UBSan with clang) and runs every
+# test stage. Each stage is
 # counted test by test and compared with its committed list of test ids,
 # cluster-tests/expected/<stage>.txt (see cluster-tests/stages.py and cluster-tests/README.md):
 # a failed, skipped or missing test, or a stage that did not run, is a failure.
@@ -69,6 +70,24 @@ if build asan "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clan
   -DNSRV_SANITIZE=address,undefined; then
   ctest_stage asan-ctest "$top/build-asan" -LE node
   node_stage asan-node "$top/build-asan/src/nsrvd"
+fi
+
+# The three kinds of threads (the event loop; libuv's pool decoding big frames and resolving
+# peer names; the durable writer) under ThreadSanitizer: the node tests that make them meet
+# (big frames and compressed registrations on the pool, KV writes on the writer, replies
+# held for both, shutdown with work in flight, TLS), and the cluster test of peers named by
+# host name (uv_getaddrinfo on the pool). Any report stops nsrvd (halt_on_error, exit 66),
+# which fails its test; the harness also fails a test on a report in a node's output.
+export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1
+if build tsan "$top/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=OFF \
+  -DNSRV_SANITIZE=thread -- nsrvd nsrv-brokersim; then
+  tsan_launcher
+  node_stage tsan-node "$top/build-tsan/src/nsrvd" test_big_frames.py test_bounded_registration.py \
+    test_persist.py test_kv.py test_interleaved_replies.py test_shutdown.py test_tls.py
+  run_stage tsan-cluster junit "$res/tsan-cluster.xml" ${stage_launcher[@]+"${stage_launcher[@]}"} \
+    ./cluster-tests/cluster/run.sh --nsrvd "$top/build-tsan/src/nsrvd" --junitxml="$res/tsan-cluster.xml" \
+    test_peer_names.py
+  stage_launcher=()
 fi
 
 # libFuzzer, bounded: every target fuzzes for NSRV_FUZZ_SECONDS from its corpus (see
