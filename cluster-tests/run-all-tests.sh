@@ -3,13 +3,13 @@
 # with clang; ThreadSanitizer with clang; libFuzzer+ASan+UBSan with clang) and runs every
 # test stage. Each stage is
 # counted test by test and compared with its committed list of test ids,
-# cluster-tests/expected/<stage>.txt (see cluster-tests/stages.py and cluster-tests/README.md):
+# cluster-tests/stages/expected/<stage>.txt (see cluster-tests/stages/stages.py and cluster-tests/README.md):
 # a failed, skipped or missing test, or a stage that did not run, is a failure.
 # Ends with a table per stage and one line "N passed, M failed". Run from anywhere, as root.
 #
 # Adding a stage (e.g. the chaos suite): one run_stage line below and an expected list
 #   run_stage chaos junit "$res/chaos.xml" ./cluster-tests/chaos/run.sh --junitxml="$res/chaos.xml"
-#   python3 cluster-tests/stages.py update chaos junit "$res/chaos.xml"   # writes expected/chaos.txt
+#   python3 cluster-tests/stages/stages.py update chaos junit "$res/chaos.xml"   # writes stages/expected/chaos.txt
 set -u
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -55,8 +55,8 @@ passed=0
 failed=0
 t_start=$(date +%s)
 
-# run_stage, build, ctest_stage, node_stage: cluster-tests/lib/stages.sh
-. "$top/cluster-tests/lib/stages.sh"
+# run_stage, build, ctest_stage, node_stage: cluster-tests/stages/stages.sh
+. "$top/cluster-tests/stages/stages.sh"
 
 # NSRV_FUZZ=OFF is explicit: a reused build directory keeps the replay tests (label fuzz).
 if build release "$top/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNSRV_FUZZ=OFF -DNSRV_SANITIZE=; then
@@ -160,7 +160,7 @@ fi
 
 # A stage with an expected list that did not run (its build failed, it was removed) fails.
 gone=0
-python3 "$top/cluster-tests/stages.py" missing-stages "$ran" || gone=$?
+python3 "$top/cluster-tests/stages/stages.py" missing-stages "$ran" || gone=$?
 failed=$((failed + gone))
 
 echo

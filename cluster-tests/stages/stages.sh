@@ -3,7 +3,7 @@
 
 # run_stage NAME KIND RESULTS COMMAND...: runs COMMAND (output to the terminal and to
 # $res/NAME.log), then counts RESULTS (KIND junit or tsv, see stages.py) against
-# cluster-tests/expected/NAME.txt. The command's exit status is not trusted on its own:
+# cluster-tests/stages/expected/NAME.txt. The command's exit status is not trusted on its own:
 # only the counted results are; a command that fails without a failed result is one failure.
 run_stage() {
   local name=$1 kind=$2 results=$3
@@ -14,7 +14,7 @@ run_stage() {
   echo "$name" >>"$ran"
   "$@" 2>&1 | tee "$res/$name.log"
   rc=${PIPESTATUS[0]}
-  line=$(python3 "$top/cluster-tests/stages.py" check "$name" "$kind" "$results" --summary "$summary" | tee -a "$res/$name.log" | tail -1)
+  line=$(python3 "$top/cluster-tests/stages/stages.py" check "$name" "$kind" "$results" --summary "$summary" | tee -a "$res/$name.log" | tail -1)
   grep -E '^  \[' "$res/$name.log" | tail -40
   echo "$line (exit $rc, $(($(date +%s) - t0)) s)"
   p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
