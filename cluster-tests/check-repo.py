@@ -22,6 +22,7 @@ Reads every tracked text file and reports, one line each, and exits 1 when any:
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -176,7 +177,198 @@ def check(root: Path) -> tuple[int, list[str]]:
             else:
                 report(f, text, m.start(), "bare %s%s: say which document (e.g. proto/route.md %s3)" % (SECTION, m.group(1), SECTION))
 
+    folders = {m for f in files if (m := module_of(f)) and m != "main"}
+    problems += check_layers(texts, folders)
     return len(texts), problems
+
+
+# ---- rule 5: the module map and the include graph (ARCHITECTURE.md section 3) ----
+
+ARCH = "ARCHITECTURE.md"
+MAP_HEADING = re.compile(r"^## 3\. Module map\s*$", re.M)
+MAP_ROW = re.compile(r"^\|(?P<where>[^|]*)\|[^|]*\|[^|]*\|(?P<uses>[^|]*)\|\s*$", re.M)
+FOLDER_CELL = re.compile(r"`src/(\w+)(?:/|\.c)`")
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
+# A function defined at the left margin of a .c file (the project's clang-format puts the
+# return type on the same line): its name, for finding which module a public header belongs to.
+DEFINITION = re.compile(r"^(?!static\b)[A-Za-z_][\w \t*]*?\b(nsrv_\w+)\([^;{]*\)?[ \t]*\{?[ \t]*$", re.M)
+DECLARATION = re.compile(r"^(?!static\b|typedef\b|#)[A-Za-z_][\w \t*]*?\b(nsrv_\w+)\(", re.M)
+# Public headers that declare no function of their own (types, constants, inline helpers):
+# the module that owns them.
+TYPE_HEADERS = {
+    "common.h": "base",
+    "uthash.h": "base",
+    "mq_codes.h": "remoting",
+    "mq_version.h": "remoting",
+    "route_types.h": "remoting",
+    "gossip_timing.h": "gossip",
+    "tls_names.h": "config",
+}
+
+
+def module_of(path: str) -> str | None:
+    """The src/ folder a repository file belongs to ("main" for src/main.c), else None."""
+    parts = path.split("/")
+    if len(parts) >= 3 and parts[0] == "src":
+        return parts[1]
+    if path == "src/main.c":
+        return "main"
+    return None
+
+
+def module_map(text: str) -> tuple[list[tuple[list[str], set[str]]], int]:
+    """ARCHITECTURE.md's module map: (rows of (folders, may-use modules), heading offset)."""
+    m = MAP_HEADING.search(text)
+    if not m:
+        return [], -1
+    end = text.find("\n## ", m.end())
+    body = text[m.end() : end if end >= 0 else len(text)]
+    rows = []
+    for r in MAP_ROW.finditer(body):
+        folders = FOLDER_CELL.findall(r.group("where"))
+        if not folders:
+            continue
+        uses = {w.strip(" `") for w in re.sub(r"\([^)]*\)", "", r.group("uses")).split(",")}
+        rows.append((["main" if f == "main" else f for f in folders], uses))
+    return rows, m.start()
+
+
+def header_owners(texts: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """include/nsrv/<h> -> the module defining most of what it declares; unknown ones."""
+    defined: dict[str, str] = {}
+    for f, t in texts.items():
+        mod = module_of(f)
+        if mod and f.endswith(".c") and "/tests/" not in f and "/fuzz/" not in f:
+            for name in DEFINITION.findall(t):
+                defined.setdefault(name, mod)
+    owners, unknown = {}, []
+    for f, t in texts.items():
+        if not (f.startswith("include/nsrv/") and f.endswith(".h")):
+            continue
+        base = f[len("include/nsrv/") :]
+        votes: dict[str, int] = {}
+        for name in DECLARATION.findall(t):
+            if name in defined:
+                votes[defined[name]] = votes.get(defined[name], 0) + 1
+        if votes:
+            owners[f] = max(sorted(votes), key=lambda k: votes[k])
+        elif base in TYPE_HEADERS:
+            owners[f] = TYPE_HEADERS[base]
+        else:
+            unknown.append(f)
+    return owners, unknown
+
+
+def include_graph(texts: dict[str, str]) -> tuple[dict[tuple[str, str], list[str]], list[str]]:
+    """Edges between modules, (user, used) -> the files that make them; problems found."""
+    owners, unknown = header_owners(texts)
+    problems = ["%s: public header of no known module (add it to TYPE_HEADERS)" % f for f in unknown]
+    edges: dict[tuple[str, str], list[str]] = {}
+    for f, t in texts.items():
+        if not f.endswith((".c", ".h")):
+            continue
+        user = module_of(f) or owners.get(f)
+        if user is None:
+            continue
+        for inc in INCLUDE.findall(t):
+            here = str(Path(f).parent / inc)
+            cand = [os.path.normpath(here), "include/" + inc]
+            target = next((c for c in cand if c in texts), None)
+            if target is None:
+                continue
+            used = module_of(target) or owners.get(target)
+            if used is None or used == user:
+                continue
+            if used == "testlib" and ("/tests/" in f or "/fuzz/" in f):
+                continue
+            edges.setdefault((user, used), []).append(f)
+    return edges, problems
+
+
+def cycles(edges) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_layers(texts: dict[str, str], folders: set[str]) -> list[str]:
+    """Every src/ folder has a row in the module map; rows use only rows above them; every
+    include between folders is one the map allows; no cycle between folders."""
+    problems: list[str] = []
+    arch = texts.get(ARCH)
+    if arch is None:
+        return problems
+    rows, at = module_map(arch)
+    where = "%s:%d" % (ARCH, line_of(arch, max(at, 0)))
+    if not rows:
+        return ["%s: no '## 3. Module map' table" % where]
+    level: dict[str, int] = {}
+    allowed: dict[str, set[str]] = {}
+    for i, (mods, uses) in enumerate(rows):
+        for mod in mods:
+            level[mod] = i
+            allowed[mod] = uses
+    for f in sorted(folders - set(level)):
+        problems.append("%s: src/%s/ has no row in the module map" % (where, f))
+    for mod in sorted(level):
+        if mod != "main" and mod not in folders:
+            problems.append("%s: the module map names src/%s/, which does not exist" % (where, mod))
+        for u in sorted(allowed[mod] & set(level)):
+            if level[u] > level[mod]:
+                problems.append("%s: %s may use %s, a row below it" % (where, mod, u))
+    edges, more = include_graph(texts)
+    problems += more
+    for (a, b), files in sorted(edges.items()):
+        if a in level and b not in allowed.get(a, set()):
+            problems.append(
+                "%s: includes a header of %s, which the module map does not let %s use"
+                % (sorted(files)[0], b, a)
+            )
+    for group in cycles(edges):
+        problems.append("include cycle between folders: %s" % " -> ".join(group))
+    return problems
+
+
+def print_graph(root: Path) -> int:
+    """--include-graph: the edges between folders and the files behind them."""
+    texts = {f: t for f in tracked_files(root) if (t := read_text(root / f)) is not None}
+    edges, problems = include_graph(texts)
+    for (a, b), files in sorted(edges.items()):
+        print("%s -> %s  (%d: %s)" % (a, b, len(files), ", ".join(sorted(set(files))[:3])))
+    for group in cycles(edges):
+        print("cycle: " + " -> ".join(group))
+    for p in problems:
+        print(p)
+    return 0
 
 
 SELF_TEST_FILES = {
@@ -222,6 +414,8 @@ def main() -> int:
     args = sys.argv[1:]
     if args and args[0] == "--self-test":
         return self_test()
+    if args and args[0] == "--include-graph":
+        return print_graph(Path(args[1]).resolve() if len(args) > 1 else Path(__file__).resolve().parents[1])
     root = Path(args[0]).resolve() if args else Path(__file__).resolve().parents[1]
     nfiles, problems = check(root)
     for p in problems:
