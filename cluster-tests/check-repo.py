@@ -179,6 +179,7 @@ def check(root: Path) -> tuple[int, list[str]]:
 
     folders = {m for f in files if (m := module_of(f)) and m != "main"}
     problems += check_layers(texts, folders)
+    problems += check_names(texts)
     return len(texts), problems
 
 
@@ -358,6 +359,41 @@ def check_layers(texts: dict[str, str], folders: set[str]) -> list[str]:
     return problems
 
 
+# ---- rule 6: names of tests and private headers, private headers stay private ----
+
+
+def check_names(texts: dict[str, str]) -> list[str]:
+    """Unit tests are src/<module>/tests/test_<module>_*.c; a private header src/<module>/x.h
+    is named after its module or a .c file beside it (first word), and nothing outside
+    src/<module>/ includes a header of that folder (testlib's are for every test)."""
+    problems = []
+    c_words: dict[str, set[str]] = {}
+    for f in texts:
+        parts = f.split("/")
+        if len(parts) == 3 and parts[0] == "src" and f.endswith(".c"):
+            c_words.setdefault(parts[1], set()).add(parts[2].split("_")[0].split(".")[0])
+    for f in sorted(texts):
+        parts = f.split("/")
+        if len(parts) == 4 and parts[0] == "src" and parts[2] == "tests" and f.endswith(".c"):
+            if not parts[3].startswith("test_%s_" % parts[1]):
+                problems.append("%s: a unit test of %s is named test_%s_<what>.c" % (f, parts[1], parts[1]))
+        if len(parts) == 3 and parts[0] == "src" and f.endswith(".h"):
+            word = parts[2].split("_")[0].split(".")[0]
+            if word != parts[1] and word not in c_words.get(parts[1], set()):
+                problems.append(
+                    "%s: a private header is named <module>_int.h or after the .c files it serves" % f
+                )
+    for f, t in sorted(texts.items()):
+        if not f.endswith((".c", ".h")):
+            continue
+        for inc in INCLUDE.findall(t):
+            target = os.path.normpath(str(Path(f).parent / inc))
+            mod = module_of(target)
+            if target in texts and mod and mod not in ("testlib", "main") and mod != module_of(f):
+                problems.append("%s: includes %s, private to src/%s/" % (f, target, mod))
+    return problems
+
+
 def print_graph(root: Path) -> int:
     """--include-graph: the edges between folders and the files behind them."""
     texts = {f: t for f in tracked_files(root) if (t := read_text(root / f)) is not None}
@@ -377,6 +413,18 @@ SELF_TEST_FILES = {
     "src/bad.c": "/* spec " + SECTION + "1.2; a.md " + SECTION + "9; " + SECTION + "1 alone; "
     + "rocketmq-" + "protocol.md */\n",
     "tests/paths.py": "BIN = '/" + "work/main/build/x'  # not $work/home/y, issue 7 " + SECTION + "1\n",
+    # rule 5: a module map where low may use nothing, high may use low; low includes high.
+    "ARCHITECTURE.md": "# A\n\n## 3. Module map\n\n| module | library | job | may use |\n|---|---|---|---|\n"
+    "| `src/low/` | l | j | libc |\n| `src/high/` | h | j | low (`l.h`), libuv |\n| `src/gone/` | g | j | |\n",
+    "include/nsrv/low.h": "int nsrv_low(void);\n",
+    "include/nsrv/high.h": "int nsrv_high(void);\n",
+    "src/low/low.c": '#include "nsrv/high.h"\nint nsrv_low(void) {\n    return nsrv_high();\n}\n',
+    "src/high/high.c": '#include "nsrv/low.h"\nint nsrv_high(void) {\n    return 1;\n}\n',
+    "src/side/side.c": '#include "../high/high_int.h"\n',
+    # rule 6
+    "src/high/high_int.h": "#pragma once\n",
+    "src/high/stray.h": "#pragma once\n",
+    "src/high/tests/test_other.c": "int x;\n",
 }
 SELF_TEST_EXPECT = [
     "proto/a.md:7: cites its own " + SECTION + "3",
@@ -386,6 +434,13 @@ SELF_TEST_EXPECT = [
     "src/bad.c:1: bare " + SECTION + "1",
     "tests/paths.py:1: absolute machine path",
     "tests/paths.py:1: refers to a project issue",
+    "ARCHITECTURE.md:3: src/side/ has no row",
+    "ARCHITECTURE.md:3: the module map names src/gone/",
+    "src/low/low.c: includes a header of high",
+    "include cycle between folders: high -> low",
+    "src/high/tests/test_other.c: a unit test of high",
+    "src/high/stray.h: a private header",
+    "src/side/side.c: includes src/high/high_int.h",
 ]
 
 
