@@ -2,6 +2,7 @@
 """Keeps the repository self-contained (ctest ``repo_check``, label ``static``).
 
 Usage: cluster-tests/check-repo.py [REPO_ROOT]   (default: the repository this file is in)
+       cluster-tests/check-repo.py --include-graph [REPO_ROOT]
        cluster-tests/check-repo.py --self-test   (plants each problem in a scratch repository)
 
 Reads every tracked text file and reports, one line each, and exits 1 when any:
@@ -17,7 +18,13 @@ Reads every tracked text file and reports, one line each, and exits 1 when any:
    paths are derived from the repository root instead;
 4. refers to a project issue by number ("issue 12", "issue-7", "issues 4 and 8"): the issue
    tracker is not part of the repository, so the text names what it means (the target, the
-   feature, the document) instead.
+   feature, the document) instead;
+5. breaks the layering of ARCHITECTURE.md's module map (check_layers: a src/ folder without a
+   row, an include its row does not allow, a row using one below it, a cycle between folders;
+   --include-graph prints the graph);
+6. misnames a unit test or a private header, or includes another folder's private header;
+7. lets cluster-tests/lib/rmq.py's request codes, response codes or client versions differ
+   from proto/*.def and include/nsrv/mq_version.h.
 """
 
 from __future__ import annotations
@@ -180,6 +187,7 @@ def check(root: Path) -> tuple[int, list[str]]:
     folders = {m for f in files if (m := module_of(f)) and m != "main"}
     problems += check_layers(texts, folders)
     problems += check_names(texts)
+    problems += check_vocabulary(texts)
     return len(texts), problems
 
 
@@ -394,6 +402,47 @@ def check_names(texts: dict[str, str]) -> list[str]:
     return problems
 
 
+# ---- rule 7: the Python client's protocol vocabulary is the C tables' ----
+
+RMQ = "cluster-tests/lib/rmq.py"
+DEF_ROW = re.compile(r"^X\((\d+),\s*(\w+)\)", re.M)
+MQ_VERSION = re.compile(r"^#define NSRV_MQ_(V\w+)\s+(\d+)\s*$", re.M)
+PY_CONST = re.compile(r"^\s+([A-Z][A-Z0-9_]*) = (\d+)\s*$", re.M)
+PY_VERSION = re.compile(r"^VERSION_(V\w+) = (\d+)\s*$", re.M)
+
+
+def py_class(text: str, name: str) -> dict[str, int]:
+    m = re.search(r"^class %s:\n((?:[ \t]+.*\n|\n)+)" % name, text, re.M)
+    return {k: int(v) for k, v in PY_CONST.findall(m.group(1))} if m else {}
+
+
+def check_vocabulary(texts: dict[str, str]) -> list[str]:
+    """rmq.py's RequestCode equals proto/request_codes.def, its ResponseCode names are those of
+    proto/response_codes.def, its VERSION_* equal include/nsrv/mq_version.h."""
+    rmq = texts.get(RMQ)
+    if rmq is None:
+        return []
+    problems = []
+
+    def compare(what: str, py: dict[str, int], c: dict[str, int], both_ways: bool) -> None:
+        for k in sorted(py):
+            if c.get(k) != py[k]:
+                problems.append("%s: %s %s = %d, the C table says %s" % (RMQ, what, k, py[k], c.get(k, "nothing")))
+        for k in sorted(set(c) - set(py)) if both_ways else []:
+            problems.append("%s: %s lacks %s = %d" % (RMQ, what, k, c[k]))
+
+    req = {n: int(v) for v, n in DEF_ROW.findall(texts.get("proto/request_codes.def", ""))}
+    resp = {n: int(v) for v, n in DEF_ROW.findall(texts.get("proto/response_codes.def", ""))}
+    vers = {n: int(v) for n, v in MQ_VERSION.findall(texts.get("include/nsrv/mq_version.h", ""))}
+    py_req = py_class(rmq, "RequestCode")
+    # NOTIFY_MIN_BROKER_ID_CHANGE is a broker-bound code nsrvd does not serve (ALL_REQUEST_CODES).
+    py_req.pop("NOTIFY_MIN_BROKER_ID_CHANGE", None)
+    compare("RequestCode", py_req, req, True)
+    compare("ResponseCode", py_class(rmq, "ResponseCode"), resp, False)
+    compare("VERSION_", {n: int(v) for n, v in PY_VERSION.findall(rmq)}, vers, True)
+    return problems
+
+
 def print_graph(root: Path) -> int:
     """--include-graph: the edges between folders and the files behind them."""
     texts = {f: t for f in tracked_files(root) if (t := read_text(root / f)) is not None}
@@ -425,6 +474,12 @@ SELF_TEST_FILES = {
     "src/high/high_int.h": "#pragma once\n",
     "src/high/stray.h": "#pragma once\n",
     "src/high/tests/test_other.c": "int x;\n",
+    # rule 7
+    "proto/request_codes.def": "X(100, PUT_KV_CONFIG)\nX(101, GET_KV_CONFIG)\n",
+    "proto/response_codes.def": "X(0, SUCCESS)\n",
+    "include/nsrv/mq_version.h": "#define NSRV_MQ_V4_9_4 401\n",
+    "cluster-tests/lib/rmq.py": "class RequestCode:\n    PUT_KV_CONFIG = 100\n\n\n"
+    "class ResponseCode:\n    SUCCESS = 0\n    GONE = 9\n\n\nVERSION_V4_9_4 = 402\n",
 }
 SELF_TEST_EXPECT = [
     "proto/a.md:7: cites its own " + SECTION + "3",
@@ -441,6 +496,9 @@ SELF_TEST_EXPECT = [
     "src/high/tests/test_other.c: a unit test of high",
     "src/high/stray.h: a private header",
     "src/side/side.c: includes src/high/high_int.h",
+    "cluster-tests/lib/rmq.py: RequestCode lacks GET_KV_CONFIG",
+    "cluster-tests/lib/rmq.py: ResponseCode GONE = 9",
+    "cluster-tests/lib/rmq.py: VERSION_ V4_9_4 = 402",
 ]
 
 
