@@ -75,7 +75,7 @@ static void test_spec_binary_example(void **state) {
     nsrv_cmd_t c;
     assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &c), 0);
     assert_int_equal(c.ser_type, NSRV_SER_ROCKETMQ);
-    assert_int_equal(c.code, 105);
+    assert_int_equal(c.code, NSRV_REQ_GET_ROUTEINFO_BY_TOPIC);
     assert_int_equal(c.language, NSRV_LANG_JAVA);
     assert_int_equal(c.version, 479);
     assert_int_equal(c.opaque, 1);
@@ -92,7 +92,7 @@ static void test_spec_binary_example(void **state) {
     /* Encoding the same command from scratch gives the document's bytes. */
     nsrv_ext_field_t ext[] = {{NSRV_STR_LIT("topic"), NSRV_STR_LIT("TopicTest")}};
     nsrv_cmd_t built = {
-        .code = 105,
+        .code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
         .language = NSRV_LANG_JAVA,
         .version = 479,
         .opaque = 1,
@@ -124,7 +124,7 @@ static void test_spec_json_request(void **state) {
     nsrv_cmd_t c;
     assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &c), 0);
     assert_int_equal(c.ser_type, NSRV_SER_JSON);
-    assert_int_equal(c.code, 105);
+    assert_int_equal(c.code, NSRV_REQ_GET_ROUTEINFO_BY_TOPIC);
     assert_int_equal(c.language, NSRV_LANG_JAVA);
     assert_int_equal(c.version, 453);
     assert_int_equal(c.opaque, 7);
@@ -173,7 +173,10 @@ static void check_response_vector(const nsrv_cmd_t *resp, const char *file,
 }
 
 static nsrv_cmd_t json_request(int32_t opaque) {
-    return (nsrv_cmd_t){.code = 105, .opaque = opaque, .version = 453, .ser_type = NSRV_SER_JSON};
+    return (nsrv_cmd_t){.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
+                        .opaque = opaque,
+                        .version = 453,
+                        .ser_type = NSRV_SER_JSON};
 }
 
 static void test_json_topic_not_exist_response(void **state) {
@@ -232,7 +235,7 @@ static void test_binary_register_oneway(void **state) {
     nsrv_cmd_t c;
     assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &c), 0);
     assert_int_equal(c.ser_type, NSRV_SER_ROCKETMQ);
-    assert_int_equal(c.code, 103);
+    assert_int_equal(c.code, NSRV_REQ_REGISTER_BROKER);
     assert_int_equal(c.opaque, 42);
     assert_int_equal(c.version, 479);
     assert_true(nsrv_cmd_is_oneway(&c));
@@ -259,7 +262,8 @@ static void test_binary_register_oneway(void **state) {
 static void test_binary_success_response(void **state) {
     (void)state;
     blob_t v = load_vector("rmq_success_response.bin");
-    nsrv_cmd_t req = {.code = 105, .opaque = 1, .ser_type = NSRV_SER_ROCKETMQ};
+    nsrv_cmd_t req = {
+        .code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC, .opaque = 1, .ser_type = NSRV_SER_ROCKETMQ};
     nsrv_cmd_t resp;
     nsrv_cmd_init_response(&resp, &req, 0);
     assert_encodes_to(&resp, v.data, v.len);

@@ -16,7 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "../tls.h"
+#include "nsrv/tls.h"
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
 #include "nsrv/config.h"
