@@ -332,6 +332,12 @@ static void put_entry(nsrv_buf_t *b, const char *k, const char *v) {
     nsrv_buf_append_c(b, v);
 }
 
+/* The ext map m as the header's last part: its length, then its entries. */
+static void put_map(nsrv_buf_t *h, const nsrv_buf_t *m) {
+    nsrv_buf_append_be32(h, (uint32_t)m->len);
+    nsrv_buf_append(h, m->data, m->len);
+}
+
 static void test_bin_fields(void **state) {
     (void)state;
     nsrv_buf_t h = NSRV_BUF_INIT;
@@ -343,8 +349,7 @@ static void test_bin_fields(void **state) {
     put_entry(&m, "", "dropped: empty key");
     put_entry(&m, "empty", "");
     put_entry(&m, "b", "\xe4\xb8\xad");
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     nsrv_cmd_t c;
     assert_int_equal(decode_bin(&h, &c), 0);
     assert_int_equal(c.ser_type, NSRV_SER_ROCKETMQ);
@@ -394,8 +399,7 @@ static void test_strings_valid_utf8_and_nul_found(void **state) {
     nsrv_buf_t m = NSRV_BUF_INIT;
     put_entry(&m, "topic", "T\xff\xfe");
     put_entry(&m, "k\xf0\x9f\x98", "\xed\xa0\x80");
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     nsrv_cmd_t c;
     assert_int_equal(decode_bin(&h, &c), 0);
     assert_str(c.remark, "r\xef\xbf\xbd");
@@ -413,8 +417,7 @@ static void test_strings_valid_utf8_and_nul_found(void **state) {
     nsrv_buf_append(&m, "key", 3);
     nsrv_buf_append_be32(&m, 8);
     nsrv_buf_append(&m, "victim\0x", 8);
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     assert_int_equal(decode_bin(&h, &c), 0);
     const nsrv_ext_field_t *f = nsrv_cmd_find_nul(&c);
     assert_non_null(f);
@@ -494,8 +497,7 @@ static void test_bin_plain_names_fast_path(void **state) {
         put_entry(&m, k, want);
     }
     put_entry(&m, "key7", "last");
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     assert_int_equal(decode_bin(&h, &c), 0);
     assert_true(c.ext_keys != 0);
     for (int i = 0; i < 80; i++) {
