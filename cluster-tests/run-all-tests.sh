@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Installs what the tests need (Debian 12), builds nsrvd three times (optimised; ASan+UBSan
-# with clang; libFuzzer+ASan+UBSan with clang) and runs every test stage. Each stage is
+# Installs what the tests need (Debian 12), builds nsrvd four times (optimised; ASan+UBSan
+# with clang; ThreadSanitizer with clang; libFuzzer+ASan+UBSan with clang) and runs every
+# test stage. Each stage is
 # counted test by test and compared with its committed list of test ids,
-# cluster-tests/expected/<stage>.txt (see cluster-tests/stages.py and cluster-tests/README.md):
+# cluster-tests/stages/expected/<stage>.txt (see cluster-tests/stages/stages.py and cluster-tests/README.md):
 # a failed, skipped or missing test, or a stage that did not run, is a failure.
 # Ends with a table per stage and one line "N passed, M failed". Run from anywhere, as root.
 #
 # Adding a stage (e.g. the chaos suite): one run_stage line below and an expected list
 #   run_stage chaos junit "$res/chaos.xml" ./cluster-tests/chaos/run.sh --junitxml="$res/chaos.xml"
-#   python3 cluster-tests/stages.py update chaos junit "$res/chaos.xml"   # writes expected/chaos.txt
+#   python3 cluster-tests/stages/stages.py update chaos junit "$res/chaos.xml"   # writes stages/expected/chaos.txt
 set -u
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -54,8 +55,8 @@ passed=0
 failed=0
 t_start=$(date +%s)
 
-# run_stage, build, ctest_stage, node_stage: cluster-tests/lib/stages.sh
-. "$top/cluster-tests/lib/stages.sh"
+# run_stage, build, ctest_stage, node_stage: cluster-tests/stages/stages.sh
+. "$top/cluster-tests/stages/stages.sh"
 
 # NSRV_FUZZ=OFF is explicit: a reused build directory keeps the replay tests (label fuzz).
 if build release "$top/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNSRV_FUZZ=OFF -DNSRV_SANITIZE=; then
@@ -69,6 +70,24 @@ if build asan "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clan
   -DNSRV_SANITIZE=address,undefined; then
   ctest_stage asan-ctest "$top/build-asan" -LE node
   node_stage asan-node "$top/build-asan/src/nsrvd"
+fi
+
+# The three kinds of threads (the event loop; libuv's pool decoding big frames and resolving
+# peer names; the durable writer) under ThreadSanitizer: the node tests that make them meet
+# (big frames and compressed registrations on the pool, KV writes on the writer, replies
+# held for both, shutdown with work in flight, TLS), and the cluster test of peers named by
+# host name (uv_getaddrinfo on the pool). Any report stops nsrvd (halt_on_error, exit 66),
+# which fails its test; the harness also fails a test on a report in a node's output.
+export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1
+if build tsan "$top/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=OFF \
+  -DNSRV_SANITIZE=thread -- nsrvd nsrv-brokersim; then
+  tsan_launcher
+  node_stage tsan-node "$top/build-tsan/src/nsrvd" test_big_frames.py test_bounded_registration.py \
+    test_persist.py test_kv.py test_interleaved_replies.py test_shutdown.py test_tls.py
+  run_stage tsan-cluster junit "$res/tsan-cluster.xml" ${stage_launcher[@]+"${stage_launcher[@]}"} \
+    ./cluster-tests/cluster/run.sh --nsrvd "$top/build-tsan/src/nsrvd" --junitxml="$res/tsan-cluster.xml" \
+    test_peer_names.py
+  stage_launcher=()
 fi
 
 # libFuzzer, bounded: every target fuzzes for NSRV_FUZZ_SECONDS from its corpus (see
@@ -145,7 +164,7 @@ fi
 
 # A stage with an expected list that did not run (its build failed, it was removed) fails.
 gone=0
-python3 "$top/cluster-tests/stages.py" missing-stages "$ran" || gone=$?
+python3 "$top/cluster-tests/stages/stages.py" missing-stages "$ran" || gone=$?
 failed=$((failed + gone))
 
 echo

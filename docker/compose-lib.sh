@@ -1,5 +1,5 @@
 # docker/compose-lib.sh, sourced (bash) by the scripts that run the compose cluster:
-# cluster-tests/docker-smoke.sh, cluster-tests/chaos/docker-mode.sh, docker/node4-demo.sh.
+# cluster-tests/compose/docker-smoke.sh, cluster-tests/chaos/docker-mode.sh, docker/node4-demo.sh.
 #
 # compose_init FILE...  picks the engine: `docker compose` when a Docker engine answers
 #                       (`docker info`) and has the compose plugin, else podman-compose; sets

@@ -7,7 +7,7 @@
 # container engine's bridge gateway (the host, as the build containers see it),
 #   MAVEN_MIRROR=http://GATEWAY:PORT/
 # for `MAVEN_MIRROR=... docker/build-images.sh` (docker-compose.yml passes it on as a build
-# argument). `stop` ends the server. cluster-tests/docker-smoke.sh does both when mvn exists.
+# argument). `stop` ends the server. cluster-tests/compose/docker-smoke.sh does both when mvn exists.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

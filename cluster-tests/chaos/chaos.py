@@ -211,7 +211,7 @@ def main() -> int:
     print(f"{passed} passed, {failed} failed")
     with open(work / "table.txt", "w") as f:
         f.write(table(results) + f"\n{passed} passed, {failed} failed\n")
-    # cluster-tests/stages.py's tsv, with why a scenario failed
+    # cluster-tests/stages/stages.py's tsv, with why a scenario failed
     with open(work / "results.tsv", "w") as f:
         for r in results:
             why = "" if r.passed else "\t" + " | ".join(" ".join(x.split()) for x in r.failures)

@@ -74,8 +74,8 @@ def _reader(host: str, port: int, start, stop, out) -> None:
             if now < due:
                 time.sleep(due - now)
             req = c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": PROBE_TOPIC})
-            c.send(req)
             try:
+                c.send(req)
                 c.recv_for(req.opaque)
             except Exception:  # a timeout is the worst stall of all: count it
                 errors += 1
@@ -89,6 +89,15 @@ def _reader(host: str, port: int, start, stop, out) -> None:
 
 
 def _writer(host: str, port: int, entries: int, big_bytes: int, window: int, start, out) -> None:
+    # A lost connection (the server died) is reported, not raised: measure() waits for this
+    # process's result and would otherwise wait until the caller's own alarm.
+    try:
+        _write_rounds(host, port, entries, big_bytes, window, start, out)
+    except Exception as e:
+        out.put({"error": f"{type(e).__name__}: {e}"})
+
+
+def _write_rounds(host: str, port: int, entries: int, big_bytes: int, window: int, start, out) -> None:
     codes: Dict[int, int] = {}
     with Connection(host, port, timeout=600.0) as c:
         start.wait()
@@ -121,6 +130,12 @@ def measure(host: str, port: int, *, entries: int = 1000, big_mib: float = 4.0, 
     start.set()
     wres = wq.get()
     stop.set()
+    if "error" in wres:
+        for p in procs + [w]:
+            p.join(5)
+            if p.is_alive():
+                p.terminate()
+        raise AssertionError(f"the KV writer's connection failed: {wres['error']}")
     during: List[float] = []
     idle: List[float] = []
     errors = 0

@@ -14,7 +14,15 @@ from typing import Dict, List, Mapping, Optional, Sequence
 from testenv import knob
 
 BOOT_RE = re.compile(r"The Name Server boot success\. serializeType=JSON, address (?:127\.0\.0\.1|0\.0\.0\.0):(\d+)")
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
+# "WARNING: ThreadSanitizer" is how every TSan report opens (a data race, a lock-order
+# inversion, a signal-unsafe call in a handler): TSan calls them warnings, not errors.
+SANITIZER_MARKERS = (
+    "ERROR: AddressSanitizer",
+    "runtime error:",
+    "ERROR: LeakSanitizer",
+    "WARNING: ThreadSanitizer",
+    "ERROR: ThreadSanitizer",
+)
 
 
 SANITIZER_BUILD_MULT = 4.0
@@ -24,7 +32,7 @@ _binary_mult = 1.0
 def use_binary(binary: str) -> None:
     """Sets the default wait scale from the binary under test: x4 for a sanitizer build."""
     global _binary_mult
-    _binary_mult = SANITIZER_BUILD_MULT if binary_has_asan(binary) else 1.0
+    _binary_mult = SANITIZER_BUILD_MULT if binary_has_sanitizer(binary) else 1.0
 
 
 def timeout_mult() -> float:
@@ -57,12 +65,25 @@ def write_properties(path: Path, props: Mapping[str, object]) -> None:
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def binary_has_asan(binary: str) -> bool:
+def _binary_contains(binary: str, marker: bytes) -> bool:
     try:
         with open(binary, "rb") as f:
-            return b"AddressSanitizer" in f.read()
+            return marker in f.read()
     except OSError:
         return False
+
+
+def binary_has_asan(binary: str) -> bool:
+    return _binary_contains(binary, b"AddressSanitizer")
+
+
+def binary_has_tsan(binary: str) -> bool:
+    return _binary_contains(binary, b"ThreadSanitizer")
+
+
+def binary_has_sanitizer(binary: str) -> bool:
+    """ASan or TSan: both slow every request several times over (TSan 5-15x)."""
+    return binary_has_asan(binary) or binary_has_tsan(binary)
 
 
 class NsrvdProcess:

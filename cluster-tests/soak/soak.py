@@ -5,7 +5,7 @@
     cluster-tests/soak/soak.py --nsrvd build/src/nsrvd --seconds 300    # the CI version
 
 See README.md here for what churns, what "flat" means and the figures. Writes one line per
-check ("passed|failed<TAB>soak/<check>") to --results for cluster-tests/stages.py, and the
+check ("passed|failed<TAB>soak/<check>") to --results for cluster-tests/stages/stages.py, and the
 samples to <workdir>/samples.json.
 """
 

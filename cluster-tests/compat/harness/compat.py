@@ -88,7 +88,7 @@ STAGE_STATUS = {PASS: "passed", XFAIL: "xfail", FAIL: "failed", XPASS: "failed",
 
 
 def write_results(path: Path) -> None:
-    """One line per cell, "STATUS<TAB>TARGET/sN/PEER", for cluster-tests/stages.py (cells
+    """One line per cell, "STATUS<TAB>TARGET/sN/PEER", for cluster-tests/stages/stages.py (cells
     against nsrvd and against the Java NameServer are separate stages there)."""
     lines = []
     for r in sorted(RESULTS.rows, key=_row_key):

@@ -3,7 +3,7 @@
 
 # run_stage NAME KIND RESULTS COMMAND...: runs COMMAND (output to the terminal and to
 # $res/NAME.log), then counts RESULTS (KIND junit or tsv, see stages.py) against
-# cluster-tests/expected/NAME.txt. The command's exit status is not trusted on its own:
+# cluster-tests/stages/expected/NAME.txt. The command's exit status is not trusted on its own:
 # only the counted results are; a command that fails without a failed result is one failure.
 run_stage() {
   local name=$1 kind=$2 results=$3
@@ -14,7 +14,7 @@ run_stage() {
   echo "$name" >>"$ran"
   "$@" 2>&1 | tee "$res/$name.log"
   rc=${PIPESTATUS[0]}
-  line=$(python3 "$top/cluster-tests/stages.py" check "$name" "$kind" "$results" --summary "$summary" | tee -a "$res/$name.log" | tail -1)
+  line=$(python3 "$top/cluster-tests/stages/stages.py" check "$name" "$kind" "$results" --summary "$summary" | tee -a "$res/$name.log" | tail -1)
   grep -E '^  \[' "$res/$name.log" | tail -40
   echo "$line (exit $rc, $(($(date +%s) - t0)) s)"
   p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
@@ -57,9 +57,30 @@ ctest_stage() {
     "$dir" -j"$jobs" --output-junit "$res/$name.xml" "$@"
 }
 
-# node_stage NAME NSRVD: the single-node suite, one result per pytest test.
+# node_stage NAME NSRVD [FILE...]: the single-node suite, or only the named files of it
+# (e.g. test_kv.py), one result per pytest test. $stage_launcher (an array, may be empty)
+# goes in front of pytest, e.g. to start it without address-space randomisation.
 node_stage() {
-  run_stage "$1" junit "$res/$1.xml" \
-    python3 -m pytest -q -rfEs "$top/cluster-tests/node" --nsrvd="$2" --junitxml="$res/$1.xml"
+  local name=$1 bin=$2
+  shift 2
+  local paths=() f
+  for f in "$@"; do paths+=("$top/cluster-tests/node/$f"); done
+  [ ${#paths[@]} -gt 0 ] || paths=("$top/cluster-tests/node")
+  run_stage "$name" junit "$res/$name.xml" ${stage_launcher[@]+"${stage_launcher[@]}"} \
+    python3 -m pytest -q -rfEs "${paths[@]}" --nsrvd="$bin" --junitxml="$res/$name.xml"
+}
+
+# tsan_launcher: sets $stage_launcher for ThreadSanitizer binaries. TSan's shadow memory sits
+# at fixed addresses; with more than 28 bits of mmap randomisation (vm.mmap_rnd_bits, 32 on
+# some hosts) clang 14's runtime finds a library mapped there and dies at start ("unexpected
+# memory mapping"). There the stage runs without randomisation (setarch -R, inherited by
+# every nsrvd the tests start); elsewhere, or where setarch -R is not permitted, as is.
+tsan_launcher() {
+  stage_launcher=()
+  local bits
+  bits=$(cat /proc/sys/vm/mmap_rnd_bits 2>/dev/null || echo 28)
+  if [ "$bits" -gt 28 ] && setarch "$(uname -m)" -R true 2>/dev/null; then
+    stage_launcher=(setarch "$(uname -m)" -R)
+  fi
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The smoke's own failure path: a broken image build must end cluster-tests/docker-smoke.sh at
+# The smoke's own failure path: a broken image build must end cluster-tests/compose/docker-smoke.sh at
 # once, non-zero, with the engine's error, never with a wait for brokers that were not built.
 # The broken build: the broker image with MAVEN_MIRROR set to the literal text
 # '${MAVEN_MIRROR:-}' (what podman-compose 1.0.3 made of the compose files' old
@@ -12,7 +12,7 @@
 # layers are cached and each case takes seconds (limit: DOCKER_SMOKE_SELFTEST_LIMIT, 180 s).
 # Ends with "N passed, M failed".
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 limit=${DOCKER_SMOKE_SELFTEST_LIMIT:-180}
 passed=0
 failed=0
@@ -22,7 +22,7 @@ trap 'rm -f "$out"' EXIT
 check() {
   local name=$1 mirror=$2 want=$3 t0 rc secs
   t0=$(date +%s)
-  MAVEN_MIRROR=$mirror timeout $((limit + 60)) cluster-tests/docker-smoke.sh >"$out" 2>&1
+  MAVEN_MIRROR=$mirror timeout $((limit + 60)) cluster-tests/compose/docker-smoke.sh >"$out" 2>&1
   rc=$?
   secs=$(($(date +%s) - t0))
   if [ $rc -ne 0 ] && [ $secs -le "$limit" ] && grep -q 'image build failed: nsrvd-rocketmq-broker' "$out" &&

@@ -14,7 +14,7 @@
 # "N passed, M failed".
 #   DOCKER_SMOKE_KEEP=1   leave the cluster running afterwards
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 top=$PWD
 nsrvd=${NSRVD_BIN:-$top/build/src/nsrvd}
 brokersim=$(dirname "$nsrvd")/tools/nsrv-brokersim

@@ -12,7 +12,7 @@ For each file, each renderer and MAVEN_MIRROR unset, empty or a URL, no value ma
 `${`, MAVEN_MIRROR must arrive as the URL (or as "no mirror" when unset or empty), and the
 rocketmq Dockerfile's own mirror step (its `case` block, run with sh) must accept exactly those
 values and refuse a literal left-over variable with a message.
-Usage: compose-check.py [REPO_ROOT]   (default: this file's repository)
+Usage: cluster-tests/checks/compose-check.py [REPO_ROOT]   (default: this file's repository)
 """
 import json
 import os
@@ -27,7 +27,7 @@ try:
 except ImportError:
     sys.exit("compose_check: python3-yaml (PyYAML) is missing")
 
-ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 COMPOSE_FILES = ["docker/docker-compose.yml", "docker/node4.yml"]
 DOCKERFILE = "docker/rocketmq/Dockerfile"
 URL = "http://10.88.0.1:18081/"

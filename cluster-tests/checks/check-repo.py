@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Keeps the repository self-contained (ctest ``repo_check``, label ``static``).
 
-Usage: cluster-tests/check-repo.py [REPO_ROOT]   (default: the repository this file is in)
-       cluster-tests/check-repo.py --include-graph [REPO_ROOT]
-       cluster-tests/check-repo.py --self-test   (plants each problem in a scratch repository)
+Usage: cluster-tests/checks/check-repo.py [REPO_ROOT]   (default: the repository this file is in)
+       cluster-tests/checks/check-repo.py --include-graph [REPO_ROOT]
+       cluster-tests/checks/check-repo.py --self-test   (plants each problem in a scratch repository)
 
 Reads every tracked text file and reports, one line each, and exits 1 when any:
 
@@ -528,8 +528,8 @@ def main() -> int:
     if args and args[0] == "--self-test":
         return self_test()
     if args and args[0] == "--include-graph":
-        return print_graph(Path(args[1]).resolve() if len(args) > 1 else Path(__file__).resolve().parents[1])
-    root = Path(args[0]).resolve() if args else Path(__file__).resolve().parents[1]
+        return print_graph(Path(args[1]).resolve() if len(args) > 1 else Path(__file__).resolve().parents[2])
+    root = Path(args[0]).resolve() if args else Path(__file__).resolve().parents[2]
     nfiles, problems = check(root)
     for p in problems:
         print(p)

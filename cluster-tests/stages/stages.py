@@ -14,7 +14,7 @@ KIND is how RESULTS is written:
 Every test id ends as one of: passed, failed, skipped, xfail (a known failure, declared
 in the test; an unexpected pass is a failure through pytest's xfail_strict). The stage
 passes only if nothing failed, nothing was skipped, and every id in
-cluster-tests/expected/STAGE.txt ran and passed (or is a declared xfail). An id that is
+cluster-tests/stages/expected/STAGE.txt ran and passed (or is a declared xfail). An id that is
 not in the list yet is counted and reported as "new": add it to the list with the test
 (stages.py update writes the list from a run). So a test or a whole stage that disappears
 is a failure, and adding tests is one line in a text file.
@@ -164,7 +164,7 @@ def check(stage: str, kind: str, path: Path, summary: Path | None) -> int:
     counts = {s: sum(1 for v in status.values() if v == s) for s in ("passed", "failed", "skipped", "xfail")}
     problems = []
     if not (EXPECTED_DIR / f"{stage}.txt").is_file():
-        problems.append(f"no expected list cluster-tests/expected/{stage}.txt")
+        problems.append(f"no expected list cluster-tests/stages/expected/{stage}.txt")
     if not results:
         problems.append(f"no results in {path}")
     missing = [t for t in expected if t not in status]
@@ -184,7 +184,7 @@ def check(stage: str, kind: str, path: Path, summary: Path | None) -> int:
     if len(problems) > 60:
         print(f"  [{stage}] ... and {len(problems) - 60} more")
     for t in new[:20]:
-        print(f"  [{stage}] new (not in cluster-tests/expected/{stage}.txt yet): {t}")
+        print(f"  [{stage}] new (not in cluster-tests/stages/expected/{stage}.txt yet): {t}")
     print(
         f"=== {stage}: {counts['passed']} passed, {nfail} failed "
         f"(expected {len(expected)} ids, {len(missing)} missing, {len(new)} new, "
