@@ -5,7 +5,7 @@
  * a queued uv_write for the rest), and carries out what the connection engine
  * (conn_engine.h) decides: every rule about batches, back-pressure, deferred
  * replies, big frames, idleness and shutdown is there, not here. This file also
- * runs a frame's request for the engine (run_frame): the route query's fast
+ * runs a frame's request for the engine (nsrv__ce_run): the route query's fast
  * path, else the generic decode and the processor.
  */
 #include <stddef.h>
@@ -75,19 +75,9 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
-/* Makes the socket's reading follow the engine's wish. */
-static void sync_reading(nsrv_conn_t *c) {
-    if (c->closing || c->reading == c->eng.reading)
-        return;
-    c->reading = c->eng.reading;
-    if (c->reading)
-        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
-    else
-        uv_read_stop((uv_stream_t *)&c->tcp);
-}
-
-/* Carries out what the engine returned (conn_engine.h, NSRV_CE_ACT_*). */
-static void apply(nsrv_conn_t *c, unsigned act) {
+/* Carries out what the engine returned (conn_engine.h, NSRV_CE_ACT_*); apply() is the
+ * usual case, nothing, without a call. */
+static void apply_actions(nsrv_conn_t *c, unsigned act) {
     if (c->closing)
         return;
     if (act & NSRV_CE_ACT_CLOSE) {
@@ -101,11 +91,19 @@ static void apply(nsrv_conn_t *c, unsigned act) {
         nsrv__conn_input_changed(c);
     if (c->closing)
         return;
-    sync_reading(c);
+    if (act & NSRV_CE_ACT_READ_ON)
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    else if (act & NSRV_CE_ACT_READ_OFF)
+        uv_read_stop((uv_stream_t *)&c->tcp);
     if (act & NSRV_CE_ACT_YIELD)
         uv_idle_start(&c->srv->resume, nsrv__conn_resume_cb);
     if (act & NSRV_CE_ACT_FINISH)
         nsrv__conn_maybe_finish(c);
+}
+
+static inline void apply(nsrv_conn_t *c, unsigned act) {
+    if (act)
+        apply_actions(c, act);
 }
 
 static void write_cb(uv_write_t *req, int status) {
@@ -185,7 +183,7 @@ void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len) {
 
 /* The engine's transmit hook: sends the batch's replies and empties it, dropping its body
  * references. Plain connections write it with one scatter/gather call. */
-static void transmit(void *ud, nsrv_ce_t *e) {
+void nsrv__ce_transmit(void *ud, nsrv_ce_t *e) {
     nsrv_server_t *srv = ud;
     nsrv_conn_t *c = conn_of(e);
     nsrv_out_batch_t *out = &srv->out;
@@ -278,9 +276,11 @@ static bool run_route_fast(nsrv_conn_t *c, const uint8_t *frame, size_t frame_le
     return true;
 }
 
-/* The engine's runner: one whole frame's request, on the loop thread. */
-static nsrv_ce_run_t run_frame(void *ud, nsrv_ce_t *e, const uint8_t *frame, size_t frame_len,
-                               uint64_t *now_ns, const char **why) {
+/* The engine's run hook: one whole frame's request, on the loop thread. */
+__attribute__((always_inline)) inline nsrv_ce_run_t nsrv__ce_run(void *ud, nsrv_ce_t *e,
+                                                                 const uint8_t *frame,
+                                                                 size_t frame_len, uint64_t *now_ns,
+                                                                 const char **why) {
     nsrv_server_t *srv = ud;
     nsrv_conn_t *c = conn_of(e);
     if (run_route_fast(c, frame, frame_len, now_ns))
@@ -311,8 +311,7 @@ static nsrv_ce_run_t run_frame(void *ud, nsrv_ce_t *e, const uint8_t *frame, siz
 }
 
 void nsrv__conn_host_init(nsrv_server_t *srv) {
-    srv->conn_host = (nsrv_ce_host_t){
-        .cfg = srv->cfg, .out = &srv->out, .run = run_frame, .transmit = transmit, .ud = srv};
+    srv->conn_host = (nsrv_ce_host_t){.cfg = srv->cfg, .out = &srv->out, .ud = srv};
 }
 
 void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep) {
@@ -414,7 +413,7 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
     srv->conns = c;
     srv->n_conns++;
     HASH_ADD(hh, srv->conn_by_id, id, sizeof c->id, c);
-    sync_reading(c);
+    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb); /* the engine starts reading */
 }
 
 void nsrv__conn_maybe_finish(nsrv_conn_t *c) {

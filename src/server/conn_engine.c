@@ -30,9 +30,14 @@ bool nsrv__ce_blocked(const nsrv_ce_t *e) {
     return out_held(e) > out_limit(e) || e->n_slots >= NSRV_CE_MAX_SLOTS || e->job;
 }
 
+/* Reading changed in this input (an odd number of times): finish() says which way. */
+#define READ_TOGGLED (1u << 31)
+
 static void set_reading(nsrv_ce_t *e, bool on) {
-    if (!stopped(e))
-        e->reading = on;
+    if (stopped(e) || e->reading == on)
+        return;
+    e->reading = on;
+    e->act ^= READ_TOGGLED;
 }
 
 static void close_with(nsrv_ce_t *e, const char *why) {
@@ -43,20 +48,23 @@ static void close_with(nsrv_ce_t *e, const char *why) {
     e->act |= NSRV_CE_ACT_CLOSE;
 }
 
-/* Starts an input; finish() returns its actions, with the reading change it made. */
-static bool begin(nsrv_ce_t *e) {
+/* Starts an input; finish() returns its actions. */
+static void begin(nsrv_ce_t *e) {
     e->act = 0;
-    return e->reading;
 }
 
-static unsigned finish(nsrv_ce_t *e, bool was_reading) {
-    if ((e->act & NSRV_CE_ACT_CLOSE) || stopped(e))
-        return e->act & (NSRV_CE_ACT_CLOSE | NSRV_CE_ACT_STALLED);
-    if (e->reading != was_reading)
-        e->act |= e->reading ? NSRV_CE_ACT_READ_ON : NSRV_CE_ACT_READ_OFF;
+/* Inlined: it ends every read's batch, where the usual answer is "nothing to do". */
+__attribute__((always_inline)) static inline unsigned finish(nsrv_ce_t *e) {
+    unsigned act = e->act;
+    if (!act && !e->host->shutting_down)
+        return 0;
+    if ((act & NSRV_CE_ACT_CLOSE) || stopped(e))
+        return act & (NSRV_CE_ACT_CLOSE | NSRV_CE_ACT_STALLED);
+    if (act & READ_TOGGLED)
+        act = (act & ~READ_TOGGLED) | (e->reading ? NSRV_CE_ACT_READ_ON : NSRV_CE_ACT_READ_OFF);
     if (!e->in_batch && e->host->shutting_down && nsrv__ce_finished(e))
-        e->act |= NSRV_CE_ACT_FINISH;
-    return e->act;
+        act |= NSRV_CE_ACT_FINISH;
+    return act;
 }
 
 void nsrv__ce_init(nsrv_ce_t *e, nsrv_ce_host_t *host, uint64_t now_ms) {
@@ -98,14 +106,15 @@ void nsrv__ce_free(nsrv_ce_t *e) {
     nsrv_buf_deinit(&e->offload);
 }
 
-/* Sends the batch's replies (dropped if the connection closed). */
-static void transmit(nsrv_ce_t *e) {
+/* Sends the batch's replies (dropped if the connection closed). Inlined (as run_batch):
+ * both end every batch of the route-query path. */
+__attribute__((always_inline)) static inline void transmit(nsrv_ce_t *e) {
     nsrv_out_batch_t *out = e->host->out;
     if (stopped(e) || out->total == 0) {
         nsrv__out_reset(out);
         return;
     }
-    e->host->transmit(e->host->ud, e);
+    nsrv__ce_transmit(e->host->ud, e);
 }
 
 void nsrv__ce_flush(nsrv_ce_t *e) {
@@ -157,7 +166,8 @@ static void offload_copy(nsrv_ce_t *e, const uint8_t *frame, size_t len) {
  * limit and within its batch budget. Returns the bytes consumed; what is left is a partial
  * frame, or frames held back by back-pressure or for the next loop turn (yielded).
  */
-static size_t run_batch(nsrv_ce_t *e, const uint8_t *p, size_t avail, uint64_t start_ns) {
+__attribute__((always_inline)) static inline size_t run_batch(nsrv_ce_t *e, const uint8_t *p,
+                                                              size_t avail, uint64_t start_ns) {
     nsrv_ce_host_t *h = e->host;
     size_t max_len = max_frame(e);
     size_t offload_min = (size_t)h->cfg->big_frame_worker_bytes;
@@ -186,7 +196,7 @@ static size_t run_batch(nsrv_ce_t *e, const uint8_t *p, size_t avail, uint64_t s
             break;
         }
         const char *why = NULL;
-        nsrv_ce_run_t r = h->run(h->ud, e, p + used, frame_len, &now_ns, &why);
+        nsrv_ce_run_t r = nsrv__ce_run(h->ud, e, p + used, frame_len, &now_ns, &why);
         if (r == NSRV_CE_BAD) {
             h->bad_frames_total++;
             close_with(e, why ? why : "bad frame");
@@ -252,10 +262,6 @@ static void run_own(nsrv_ce_t *e, uint64_t now_ns) {
     }
 }
 
-void nsrv__ce_heard(nsrv_ce_t *e, uint64_t now_ms) {
-    e->last_active_ms = now_ms;
-}
-
 void nsrv__ce_take_offload(nsrv_ce_t *e, nsrv_buf_t *frame_buf, size_t *off, size_t *len) {
     *frame_buf = e->offload;
     *off = e->offload_off;
@@ -277,14 +283,13 @@ char *nsrv__ce_read_room(nsrv_ce_t *e, size_t *room) {
 }
 
 unsigned nsrv__ce_feed(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns) {
-    bool was = begin(e);
+    begin(e);
     if (stopped(e))
         return 0;
-    e->last_active_ms = nsrv_mono_ns_to_ms(now_ns);
     if (e->in.len != e->in_off) { /* behind a partial frame or held-back frames */
         nsrv_buf_append(&e->in, p, n);
         run_own(e, now_ns);
-        return finish(e, was);
+        return finish(e);
     }
     size_t used = run_batch(e, p, n, now_ns);
     if (!stopped(e) && used < n)
@@ -293,17 +298,16 @@ unsigned nsrv__ce_feed(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns
         e->big_frame_len = 0;
         run_own(e, now_ns); /* finds the frame again, now in the connection's own buffer */
     }
-    return finish(e, was);
+    return finish(e);
 }
 
 unsigned nsrv__ce_feed_landed(nsrv_ce_t *e, size_t n, uint64_t now_ns) {
-    bool was = begin(e);
+    begin(e);
     if (stopped(e))
         return 0;
-    e->last_active_ms = nsrv_mono_ns_to_ms(now_ns);
     e->in.len += n;
     run_own(e, now_ns);
-    return finish(e, was);
+    return finish(e);
 }
 
 /* After output drained or a slot was sent: run what is buffered, read again. */
@@ -328,32 +332,32 @@ void nsrv__ce_write_done(nsrv_ce_t *e, size_t len) {
 }
 
 unsigned nsrv__ce_drained(nsrv_ce_t *e, uint64_t now_ns) {
-    bool was = begin(e);
+    begin(e);
     if (stopped(e))
         return 0;
     e->last_active_ms = nsrv_mono_ns_to_ms(now_ns);
     resume_after_output(e, now_ns);
-    return finish(e, was);
+    return finish(e);
 }
 
 unsigned nsrv__ce_resume(nsrv_ce_t *e, uint64_t now_ns) {
-    bool was = begin(e);
+    begin(e);
     if (stopped(e) || !e->yielded)
         return 0;
     e->yielded = false;
     run_own(e, now_ns);
     if (stopped(e) || e->yielded)
-        return finish(e, was); /* yielded again: still paused */
+        return finish(e); /* yielded again: still paused */
     /* Restore what the yield paused. While shutting down, a connection that back-pressure
      * had stopped stays stopped, as after a write. */
     if (!nsrv__ce_blocked(e) && (e->yield_paused_reading || !e->host->shutting_down))
         set_reading(e, true);
     e->yield_paused_reading = false;
-    return finish(e, was);
+    return finish(e);
 }
 
 unsigned nsrv__ce_job_done(nsrv_ce_t *e) {
-    bool was = begin(e);
+    begin(e);
     e->job = false;
     if (stopped(e))
         return 0;
@@ -366,7 +370,7 @@ unsigned nsrv__ce_job_done(nsrv_ce_t *e) {
     e->yielded = true;
     e->yield_paused_reading = true;
     e->act |= NSRV_CE_ACT_YIELD;
-    unsigned act = finish(e, was);
+    unsigned act = finish(e);
     return act & ~NSRV_CE_ACT_FINISH; /* not finished: the yielded batch runs first */
 }
 
@@ -397,7 +401,8 @@ unsigned nsrv__ce_fill(struct nsrv_reply_slot *slot, const nsrv_cmd_t *resp, uin
         slot_free(slot);
         return 0;
     }
-    bool was = begin(e);
+    unsigned outer = e->act; /* a fill from within a batch's request: keep the batch's */
+    begin(e);
     nsrv_cmd_encode(&slot->reply, resp);
     slot->filled = true;
     e->held_bytes += slot->reply.len;
@@ -422,11 +427,14 @@ unsigned nsrv__ce_fill(struct nsrv_reply_slot *slot, const nsrv_cmd_t *resp, uin
     }
     transmit(e);
     resume_after_output(e, now_ns);
-    return finish(e, was);
+    unsigned act = finish(e);
+    if (e->in_batch)
+        e->act = outer;
+    return act;
 }
 
 unsigned nsrv__ce_tick(nsrv_ce_t *e, uint64_t now_ms, uint64_t idle_ms, size_t write_queue) {
-    bool was = begin(e);
+    begin(e);
     if (stopped(e) || idle_ms == 0)
         return 0;
     /* The socket lowers its write queue as the kernel takes bytes, also within one queued
@@ -441,14 +449,14 @@ unsigned nsrv__ce_tick(nsrv_ce_t *e, uint64_t now_ms, uint64_t idle_ms, size_t w
         return 0;
     if (e->out_pending == 0) {
         close_with(e, "idle");
-        return finish(e, was);
+        return finish(e);
     }
     /* A peer that stopped reading: reset, so the kernel drops the unsent bytes as well
      * instead of keeping them for an orphan. */
     e->reset_on_close = true;
     close_with(e, "peer stopped reading");
     e->act |= NSRV_CE_ACT_STALLED;
-    return finish(e, was);
+    return finish(e);
 }
 
 bool nsrv__ce_finished(const nsrv_ce_t *e) {

@@ -23,7 +23,7 @@
  *
  * Actions: every input returns a set of NSRV_CE_ACT_* bits. The one exception is sending:
  * what the socket does not take at once is part of the same step's back-pressure decision,
- * so the engine hands the reply batch to the host's transmit hook synchronously, and the
+ * so the engine hands the reply batch to the transmit hook synchronously, and the
  * hook reports the bytes it queued (nsrv__ce_queued). Loop thread only.
  */
 #pragma once
@@ -91,24 +91,31 @@ typedef enum {
     NSRV_CE_OFFLOAD_COPY, /* its body is costly: decode it again on a worker */
 } nsrv_ce_run_t;
 
-/* What every connection of a server shares: limits, the reply batch, hooks, counters. */
+/* What every connection of a server shares: limits, the reply batch, counters. */
 typedef struct nsrv_ce_host {
     const struct nsrv_config *cfg; /* maxFrameLength, connOutputLimitBytes, bigFrameWorkerBytes */
     nsrv_out_batch_t *out;         /* the replies of the batch being run, sent by transmit */
-    /* Runs the request of one whole frame (its length prefix included). *now_ns: the start of
-     * its turn in, its end out (the batch's time budget). */
-    nsrv_ce_run_t (*run)(void *ud, nsrv_ce_t *e, const uint8_t *frame, size_t len,
-                         uint64_t *now_ns, const char **why);
-    /* Writes *out to e's peer and empties it; reports what it could not write at once with
-     * nsrv__ce_queued. May close the connection (nsrv__ce_closed). */
-    void (*transmit)(void *ud, nsrv_ce_t *e);
-    void *ud;
+    void *ud;                      /* passed to the hooks */
     bool shutting_down;
     bool idle_grace_over; /* shutdown: connections not served since may be closed */
     uint64_t batch_yields_total;
     uint64_t bad_frames_total;
     size_t replies_pending; /* reserved reply slots not yet filled */
 } nsrv_ce_host_t;
+
+/*
+ * The two hooks, defined once by whoever links the engine (conn.c; a unit test defines its
+ * own): resolved at link time rather than through pointers, so the request path pays no
+ * indirect call and the link-time optimiser can inline the runner into the batch loop.
+ *
+ * run: runs the request of one whole frame (its length prefix included). *now_ns: the start
+ * of its turn in, its end out (the batch's time budget).
+ */
+nsrv_ce_run_t nsrv__ce_run(void *ud, nsrv_ce_t *e, const uint8_t *frame, size_t len,
+                           uint64_t *now_ns, const char **why);
+/* transmit: writes host->out to e's peer and empties it; reports what it could not write at
+ * once with nsrv__ce_queued. May close the connection (nsrv__ce_closed). */
+void nsrv__ce_transmit(void *ud, nsrv_ce_t *e);
 
 /*
  * A deferred reply (processor.h) in its connection's reply queue, with the
@@ -160,8 +167,11 @@ void nsrv__ce_init(nsrv_ce_t *e, nsrv_ce_host_t *host, uint64_t now_ms);
 /* Frees what the engine holds (after nsrv__ce_closed). */
 void nsrv__ce_free(nsrv_ce_t *e);
 
-/* A byte was read at now_ms (ciphertext too, before it yields a request). */
-void nsrv__ce_heard(nsrv_ce_t *e, uint64_t now_ms);
+/* Bytes were read at now_ms (ciphertext too, before it yields a request): the driver says
+ * so for every read, before feeding what it read. */
+static inline void nsrv__ce_heard(nsrv_ce_t *e, uint64_t now_ms) {
+    e->last_active_ms = now_ms;
+}
 /* Moves the frame of NSRV_CE_ACT_OFFLOAD out: frame_buf[off, off + len). */
 void nsrv__ce_take_offload(nsrv_ce_t *e, nsrv_buf_t *frame_buf, size_t *off, size_t *len);
 

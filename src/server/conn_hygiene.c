@@ -89,10 +89,9 @@ void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
             continue;
         if (act & NSRV_CE_ACT_STALLED) {
             srv->conns_stalled_total++;
-            nsrv_log_notice("SERVER",
-                            "connection '%s' drained none of its %zu queued reply bytes in %d s",
-                            c->peer, c->eng.out_pending,
-                            srv->cfg->server_channel_max_idle_time_seconds);
+            nsrv_log_notice(
+                "SERVER", "connection '%s' drained none of its %zu queued reply bytes in %d s",
+                c->peer, c->eng.out_pending, srv->cfg->server_channel_max_idle_time_seconds);
             c->reset_on_close = true;
             srv->trim_due = true;
         }

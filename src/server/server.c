@@ -138,8 +138,9 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
     }
     uint64_t wait_ms = (uint64_t)srv->cfg->shutdown_wait_time_seconds * 1000u;
     uv_timer_start(&srv->deadline_timer, deadline_cb, wait_ms, 0);
-    uv_timer_start(&srv->idle_grace_timer, idle_grace_cb,
-                   wait_ms < NSRV_CE_SHUTDOWN_IDLE_GRACE_MS ? wait_ms : NSRV_CE_SHUTDOWN_IDLE_GRACE_MS, 0);
+    uv_timer_start(
+        &srv->idle_grace_timer, idle_grace_cb,
+        wait_ms < NSRV_CE_SHUTDOWN_IDLE_GRACE_MS ? wait_ms : NSRV_CE_SHUTDOWN_IDLE_GRACE_MS, 0);
     for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
         next = c->next;
         nsrv__conn_maybe_finish(c);

@@ -46,7 +46,6 @@ typedef struct nsrv_conn {
     bool has_peer_addr;
     nsrv_ce_t eng;     /* what the connection decides (conn_engine.h) */
     size_t in_counted; /* eng.in.cap as last added to srv->in_buffered_bytes */
-    bool reading;      /* the socket is being read (follows eng.reading) */
     bool closing;
     bool saw_first_byte;
     bool deferred_close;
@@ -103,7 +102,7 @@ struct nsrv_server {
     size_t n_data_locks;
     uint64_t requests_total;
     uint64_t route_fast_total; /* of those, route queries the fast path answered */
-    nsrv_req_metrics_t reqm; /* per request code, latency, bytes (metrics.c) */
+    nsrv_req_metrics_t reqm;   /* per request code, latency, bytes (metrics.c) */
     /* Connection hygiene (conn_hygiene.c). */
     size_t out_queued_bytes;      /* reply bytes queued across all open connections */
     size_t in_buffered_bytes;     /* partial-request buffer bytes across all open connections */

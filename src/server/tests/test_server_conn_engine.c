@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The connection engine (src/server/conn_engine.h) without a socket: requests are real
- * RemotingCommand frames, decoded by a fake runner whose request code says what to do
- * (reply, defer, take time, fail, be offloaded); the fake transmit hook plays a socket that
+ * RemotingCommand frames, decoded by this file's run hook whose request code says what to do
+ * (reply, defer, take time, fail, be offloaded); its transmit hook plays a socket that
  * takes `room` bytes at once and queues the rest. The wire's replies are decoded again to
  * check their order.
  */
@@ -39,11 +39,11 @@ typedef struct {
     nsrv_ce_host_t host;
     nsrv_ce_t e;
     nsrv_arena_t arena;
-    nsrv_buf_t wire;  /* every reply byte transmitted, in order */
-    size_t room;      /* what the socket takes now; the rest is queued */
+    nsrv_buf_t wire; /* every reply byte transmitted, in order */
+    size_t room;     /* what the socket takes now; the rest is queued */
     unsigned transmits;
-    unsigned ran;     /* requests the runner ran */
-    int last_opaque;  /* of the last one */
+    unsigned ran;    /* requests the runner ran */
+    int last_opaque; /* of the last one */
     struct nsrv_reply_slot *deferred[MAX_DEFERRED];
     int deferred_opaque[MAX_DEFERRED];
     size_t n_deferred;
@@ -62,8 +62,8 @@ static nsrv_cmd_t reply_to(const nsrv_cmd_t *req) {
     return r;
 }
 
-static nsrv_ce_run_t fake_run(void *ud, nsrv_ce_t *e, const uint8_t *frame, size_t len,
-                              uint64_t *now_ns, const char **why) {
+nsrv_ce_run_t nsrv__ce_run(void *ud, nsrv_ce_t *e, const uint8_t *frame, size_t len,
+                           uint64_t *now_ns, const char **why) {
     fx_t *f = ud;
     nsrv_arena_reset(&f->arena);
     nsrv_cmd_t req;
@@ -100,7 +100,7 @@ static nsrv_ce_run_t fake_run(void *ud, nsrv_ce_t *e, const uint8_t *frame, size
     return NSRV_CE_RAN;
 }
 
-static void fake_transmit(void *ud, nsrv_ce_t *e) {
+void nsrv__ce_transmit(void *ud, nsrv_ce_t *e) {
     fx_t *f = ud;
     struct iovec iov[NSRV_OUT_MAX_SEGS];
     unsigned n = nsrv__out_iov(f->host.out, iov);
@@ -124,8 +124,7 @@ static int setup(void **state) {
     nsrv_arena_init(&fx->arena, 4096);
     nsrv_buf_init(&fx->wire);
     fx->room = SIZE_MAX;
-    fx->host = (nsrv_ce_host_t){
-        .cfg = &fx->cfg, .out = &fx->out, .run = fake_run, .transmit = fake_transmit, .ud = fx};
+    fx->host = (nsrv_ce_host_t){.cfg = &fx->cfg, .out = &fx->out, .ud = fx};
     nsrv__ce_init(&fx->e, &fx->host, 1000);
     return 0;
 }
@@ -162,8 +161,8 @@ static size_t wire_opaques(int *out, size_t max) {
     nsrv_arena_init(&a, 4096);
     while (off < fx->wire.len) {
         size_t len = 0;
-        assert_int_equal(nsrv_frame_peek((const uint8_t *)fx->wire.data + off,
-                                         fx->wire.len - off, SIZE_MAX, &len),
+        assert_int_equal(nsrv_frame_peek((const uint8_t *)fx->wire.data + off, fx->wire.len - off,
+                                         SIZE_MAX, &len),
                          0);
         nsrv_cmd_t r;
         assert_int_equal(nsrv_cmd_decode((const uint8_t *)fx->wire.data + off, len, &a, &r), 0);
@@ -440,7 +439,7 @@ static void test_big_frame_goes_to_a_worker_and_order_holds(void **state) {
     /* The worker decoded it; the driver runs it as the runner would, then reports. */
     uint64_t now = 3;
     const char *why = NULL;
-    assert_int_equal(fake_run(fx, &fx->e, (const uint8_t *)frame.data + off, len, &now, &why),
+    assert_int_equal(nsrv__ce_run(fx, &fx->e, (const uint8_t *)frame.data + off, len, &now, &why),
                      NSRV_CE_RAN);
     nsrv__ce_flush(&fx->e);
     act = nsrv__ce_job_done(&fx->e);
@@ -557,8 +556,7 @@ static void test_shutdown_waits_for_a_partial_request_and_a_slot(void **state) {
     put_req(&b, OP_ECHO, 2, 100);
     unsigned act = nsrv__ce_feed(&fx->e, (const uint8_t *)b.data, b.len - 10, 1);
     assert_false(act & NSRV_CE_ACT_FINISH); /* a slot and a partial request */
-    act = nsrv__ce_fill(fx->deferred[0], &(nsrv_cmd_t){.opaque = 1, .flag = NSRV_FLAG_RESPONSE},
-                        2);
+    act = nsrv__ce_fill(fx->deferred[0], &(nsrv_cmd_t){.opaque = 1, .flag = NSRV_FLAG_RESPONSE}, 2);
     fx->deferred[0] = NULL;
     assert_false(act & NSRV_CE_ACT_FINISH); /* still the partial request */
     act = nsrv__ce_feed(&fx->e, (const uint8_t *)b.data + b.len - 10, 10, 3);
