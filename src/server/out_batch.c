@@ -73,11 +73,3 @@ unsigned nsrv__out_iov(const nsrv_out_batch_t *b, struct iovec *iov) {
     }
     return (unsigned)b->n_segs;
 }
-
-void nsrv__out_reset(nsrv_out_batch_t *b) {
-    for (size_t i = 0; i < b->n_segs; i++)
-        nsrv_rcbuf_unref(b->segs[i].rc);
-    b->n_segs = 0;
-    b->total = 0;
-    nsrv_buf_reset(&b->bytes);
-}

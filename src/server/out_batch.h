@@ -47,5 +47,11 @@ bool nsrv__out_add_bytes(nsrv_out_batch_t *b, const void *data, size_t len);
 /* Fills iov (NSRV_OUT_MAX_SEGS entries) with the batch in order; returns the count.
  * Valid until the batch changes. */
 unsigned nsrv__out_iov(const nsrv_out_batch_t *b, struct iovec *iov);
-/* Empties the batch and drops its body references. */
-void nsrv__out_reset(nsrv_out_batch_t *b);
+/* Empties the batch and drops its body references. Inline: it ends every batch's write. */
+static inline void nsrv__out_reset(nsrv_out_batch_t *b) {
+    for (size_t i = 0; i < b->n_segs; i++)
+        nsrv_rcbuf_unref(b->segs[i].rc);
+    b->n_segs = 0;
+    b->total = 0;
+    nsrv_buf_reset(&b->bytes);
+}
