@@ -39,7 +39,6 @@ static void close_cb(uv_handle_t *h) {
     NSRV_DLIST_UNLINK(srv->conns, c, prev, next);
     srv->n_conns--;
     nsrv__ce_free(&c->eng);
-    nsrv__conn_tls_free(c);
     nsrv_free(c);
     if (srv->shutting_down && srv->n_conns == 0)
         uv_stop(&srv->loop); /* server.c finishes the shutdown once uv_run returns */
@@ -49,7 +48,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     if (c->closing)
         return;
     /* close_notify only after every reply: after dropped ones it would claim a clean end. */
-    if (c->tls && !c->reset_on_close && c->eng.out_pending == 0)
+    if (c->eng.tls && !c->reset_on_close && c->eng.out_pending == 0)
         nsrv__conn_tls_close_notify(c);
     c->closing = true;
     nsrv__offload_orphan(c);
@@ -80,6 +79,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void apply_actions(nsrv_conn_t *c, unsigned act) {
     if (c->closing)
         return;
+    if (act & NSRV_CE_ACT_TLS_UP)
+        nsrv__conn_tls_up(c);
     if (act & NSRV_CE_ACT_CLOSE) {
         c->reset_on_close |= c->eng.reset_on_close;
         nsrv__conn_close(c, c->eng.close_why);
@@ -175,32 +176,21 @@ static void conn_send_iov(nsrv_conn_t *c, const uv_buf_t *iov, unsigned n_iov, s
     nsrv__conn_output_queued(c, rest);
 }
 
-/* Sends bytes the caller owns, unencrypted (the TLS session sends its records through it). */
-void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len) {
+/* The engine's send_raw hook: bytes the caller owns, as they are (a TLS session's records). */
+void nsrv__ce_send_raw(void *ud, nsrv_ce_t *e, const char *data, size_t len) {
+    (void)ud;
     uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
-    conn_send_iov(c, &b, 1, len);
+    conn_send_iov(conn_of(e), &b, 1, len);
 }
 
-/* The engine's transmit hook: sends the batch's replies and empties it, dropping its body
- * references. Plain connections write it with one scatter/gather call. */
+/* The engine's transmit hook (a plaintext connection): sends the batch's replies with one
+ * scatter/gather write and empties it, dropping its body references. */
 void nsrv__ce_transmit(void *ud, nsrv_ce_t *e) {
     nsrv_server_t *srv = ud;
-    nsrv_conn_t *c = conn_of(e);
     nsrv_out_batch_t *out = &srv->out;
     struct iovec iov[NSRV_OUT_MAX_SEGS];
     unsigned n_iov = nsrv__out_iov(out, iov);
-    if (c->tls) {
-        /* One plaintext run, so the session writes full records rather than one per piece. */
-        nsrv_buf_t flat = NSRV_BUF_INIT;
-        nsrv_buf_reserve(&flat, out->total);
-        for (unsigned i = 0; i < n_iov; i++)
-            nsrv_buf_append(&flat, iov[i].iov_base, iov[i].iov_len);
-        if (!c->closing && flat.len)
-            nsrv__conn_tls_send(c, flat.data, flat.len);
-        nsrv_buf_deinit(&flat);
-    } else {
-        conn_send_iov(c, (const uv_buf_t *)iov, n_iov, out->total);
-    }
+    conn_send_iov(conn_of(e), (const uv_buf_t *)iov, n_iov, out->total);
     nsrv__out_reset(out);
 }
 
@@ -319,10 +309,10 @@ void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_pre
 }
 
 void nsrv__conn_flush(nsrv_conn_t *c) {
-    nsrv__ce_flush(&c->eng);
+    apply(c, nsrv__ce_flush(&c->eng));
 }
 
-void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
+static void deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
     uint64_t now_ns = c->srv->read_ns ? c->srv->read_ns : nsrv_now_mono_ns();
     apply(c, nsrv__ce_feed(&c->eng, p, n, now_ns));
 }
@@ -344,7 +334,7 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     nsrv_conn_t *c = (nsrv_conn_t *)h;
     size_t room = 0;
     /* A TLS connection's reads are ciphertext: they always land in the shared buffer. */
-    char *own = c->tls ? NULL : nsrv__ce_read_room(&c->eng, &room);
+    char *own = c->eng.tls ? NULL : nsrv__ce_read_room(&c->eng, &room);
     if (!own) {
         *buf = uv_buf_init(c->srv->read_buf, sizeof c->srv->read_buf);
         return;
@@ -371,10 +361,10 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
             return;
         }
     }
-    if (c->tls)
-        nsrv__conn_tls_received(c, buf->base, (size_t)nread);
+    if (c->eng.tls)
+        apply(c, nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns));
     else if (buf->base == srv->read_buf)
-        nsrv__conn_deliver(c, (const uint8_t *)buf->base, (size_t)nread);
+        deliver(c, (const uint8_t *)buf->base, (size_t)nread);
     else
         apply(c, nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns));
     srv->read_ns = 0; /* batches run from elsewhere (resume, write_cb) read the clock */
@@ -417,7 +407,7 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
 }
 
 void nsrv__conn_maybe_finish(nsrv_conn_t *c) {
-    if (c->closing || !nsrv__ce_finished(&c->eng) || nsrv__conn_tls_input_pending(c))
+    if (c->closing || !nsrv__ce_finished(&c->eng))
         return;
     /* Bytes still in the kernel are a request in flight: read them first. */
     uv_os_fd_t fd;

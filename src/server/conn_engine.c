@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "../crypto/crypto.h"
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
 #include "nsrv/config.h"
@@ -104,6 +105,42 @@ void nsrv__ce_closed(nsrv_ce_t *e) {
 void nsrv__ce_free(nsrv_ce_t *e) {
     nsrv_buf_deinit(&e->in);
     nsrv_buf_deinit(&e->offload);
+    if (e->tls)
+        e->crypto->session_free(e->tls);
+    e->tls = NULL;
+}
+
+/* Sends what the session produced: handshake messages, records, alerts. */
+static void tls_flush_output(nsrv_ce_t *e) {
+    const char *p = NULL;
+    size_t n = e->crypto->session_output(e->tls, &p);
+    if (n > 0)
+        nsrv__ce_send_raw(e->host->ud, e, p, n);
+    e->crypto->session_output_clear(e->tls);
+}
+
+/* Encrypts the batch's replies as one plaintext run, so the session writes full records
+ * rather than one per piece, and sends the records. */
+static void tls_transmit(nsrv_ce_t *e) {
+    nsrv_out_batch_t *out = e->host->out;
+    struct iovec iov[NSRV_OUT_MAX_SEGS];
+    unsigned n_iov = nsrv__out_iov(out, iov);
+    nsrv_buf_t flat = NSRV_BUF_INIT;
+    nsrv_buf_reserve(&flat, out->total);
+    for (unsigned i = 0; i < n_iov; i++)
+        nsrv_buf_append(&flat, iov[i].iov_base, iov[i].iov_len);
+    nsrv__out_reset(out);
+    for (size_t off = 0; off < flat.len && !stopped(e);) {
+        size_t chunk =
+            flat.len - off < NSRV_CE_TLS_SEND_CHUNK ? flat.len - off : NSRV_CE_TLS_SEND_CHUNK;
+        if (!e->crypto->session_write(e->tls, flat.data + off, chunk)) {
+            close_with(e, "TLS write failed");
+            break;
+        }
+        tls_flush_output(e);
+        off += chunk;
+    }
+    nsrv_buf_deinit(&flat);
 }
 
 /* Sends the batch's replies (dropped if the connection closed). Inlined (as run_batch):
@@ -114,11 +151,16 @@ __attribute__((always_inline)) static inline void transmit(nsrv_ce_t *e) {
         nsrv__out_reset(out);
         return;
     }
-    nsrv__ce_transmit(e->host->ud, e);
+    if (e->tls)
+        tls_transmit(e);
+    else
+        nsrv__ce_transmit(e->host->ud, e);
 }
 
-void nsrv__ce_flush(nsrv_ce_t *e) {
+unsigned nsrv__ce_flush(nsrv_ce_t *e) {
+    begin(e);
     transmit(e);
+    return finish(e) | (e->close_why && e->closed ? NSRV_CE_ACT_CLOSE : 0);
 }
 
 void nsrv__ce_reply(nsrv_ce_t *e, const nsrv_cmd_t *resp, const void *head, size_t head_len) {
@@ -463,6 +505,42 @@ bool nsrv__ce_finished(const nsrv_ce_t *e) {
     /* A deferred reply (a durable write in progress) is a request still in flight. */
     if (e->closed || e->job || e->out_pending > 0 || e->slots || e->in_off != e->in.len)
         return false;
+    /* Part of a TLS record received and not yet decryptable: a request in flight. */
+    if (e->tls && e->crypto->session_input_pending(e->tls))
+        return false;
     /* Idle since the signal: wait for its next request or the grace. */
     return e->served_in_shutdown || e->host->idle_grace_over;
+}
+
+void nsrv__ce_start_tls(nsrv_ce_t *e, const nsrv_crypto_api_t *crypto,
+                        struct nsrv_tls_session *session) {
+    e->crypto = crypto;
+    e->tls = session;
+}
+
+unsigned nsrv__ce_feed_tls(nsrv_ce_t *e, const char *data, size_t n, uint64_t now_ns) {
+    if (stopped(e))
+        return 0;
+    const nsrv_crypto_api_t *cr = e->crypto;
+    nsrv_ce_host_t *h = e->host;
+    bool was_up = cr->session_established(e->tls);
+    nsrv_buf_t *plain = &h->tls_plain;
+    nsrv_buf_reset(plain);
+    const char *why = NULL;
+    nsrv_tls_status_t st = cr->session_feed(e->tls, data, n, plain, &why);
+    unsigned act = 0;
+    if (!was_up && cr->session_established(e->tls)) {
+        h->tls_handshakes_ok++;
+        act |= NSRV_CE_ACT_TLS_UP;
+    } else if (!was_up && st == NSRV_TLS_FAILED) {
+        h->tls_handshakes_failed++;
+    }
+    tls_flush_output(e);
+    if (plain->len > 0 && !stopped(e))
+        act |= nsrv__ce_feed(e, (const uint8_t *)plain->data, plain->len, now_ns);
+    if (stopped(e) || st == NSRV_TLS_OK)
+        return act;
+    begin(e);
+    close_with(e, st == NSRV_TLS_CLOSED ? "peer sent close_notify" : why);
+    return act | finish(e);
 }

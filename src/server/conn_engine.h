@@ -19,7 +19,11 @@
  *  - idle: no byte read and none drained for serverChannelMaxIdleTimeSeconds closes the
  *    connection; with replies still queued it is reset (the peer stopped reading);
  *  - shutdown: a connection closes once drained (no partial request, nothing queued, no
- *    slot or job), right away if it was served since the signal, else after the grace.
+ *    slot or job, no part of a TLS record), right away if it was served since the signal,
+ *    else after the grace;
+ *  - TLS: a connection's received bytes are records, decrypted by its session into the same
+ *    framing; its replies are encrypted into records, so back-pressure, output caps and
+ *    idle timeouts count ciphertext on the socket.
  *
  * Actions: every input returns a set of NSRV_CE_ACT_* bits. The one exception is sending:
  * what the socket does not take at once is part of the same step's back-pressure decision,
@@ -37,6 +41,8 @@
 #include "out_batch.h"
 
 struct nsrv_config;
+struct nsrv_crypto_api;
+struct nsrv_tls_session;
 
 /* ---- policy ---- */
 
@@ -52,6 +58,9 @@ struct nsrv_config;
 #define NSRV_CE_OUT_FLUSH_BYTES (256 * 1024)
 /* Deferred replies one connection may have waiting; then it is not read until one is sent. */
 #define NSRV_CE_MAX_SLOTS 4096
+/* Replies are encrypted and handed to the socket in pieces of this size, so a large reply
+ * never sits twice in memory as a whole. */
+#define NSRV_CE_TLS_SEND_CHUNK (64 * 1024)
 /* Read-buffer headroom offered per read into a connection's own buffer. */
 #define NSRV_CE_READ_CHUNK (64 * 1024)
 /* Frames from this size on have the loop-thread CPU they take recorded (/metrics). */
@@ -80,6 +89,7 @@ enum {
     NSRV_CE_ACT_INPUT = 1u << 5,    /* the input buffer changed size (memory accounting) */
     NSRV_CE_ACT_FINISH = 1u << 6,   /* shutting down and drained: close unless bytes wait */
     NSRV_CE_ACT_STALLED = 1u << 7,  /* with CLOSE: the peer stopped reading its replies */
+    NSRV_CE_ACT_TLS_UP = 1u << 8,   /* the TLS handshake completed (for the log) */
 };
 
 typedef struct nsrv_ce nsrv_ce_t;
@@ -101,6 +111,8 @@ typedef struct nsrv_ce_host {
     uint64_t batch_yields_total;
     uint64_t bad_frames_total;
     size_t replies_pending; /* reserved reply slots not yet filled */
+    uint64_t tls_handshakes_ok, tls_handshakes_failed;
+    nsrv_buf_t tls_plain; /* one read's decrypted bytes */
 } nsrv_ce_host_t;
 
 /*
@@ -116,6 +128,8 @@ nsrv_ce_run_t nsrv__ce_run(void *ud, nsrv_ce_t *e, const uint8_t *frame, size_t 
 /* transmit: writes host->out to e's peer and empties it; reports what it could not write at
  * once with nsrv__ce_queued. May close the connection (nsrv__ce_closed). */
 void nsrv__ce_transmit(void *ud, nsrv_ce_t *e);
+/* send_raw: writes bytes as they are (a TLS connection's records), as transmit does. */
+void nsrv__ce_send_raw(void *ud, nsrv_ce_t *e, const char *data, size_t len);
 
 /*
  * A deferred reply (processor.h) in its connection's reply queue, with the
@@ -158,6 +172,9 @@ struct nsrv_ce {
     nsrv_buf_t offload;
     size_t offload_off, offload_len;
     unsigned act; /* actions of the input being handled */
+    /* TLS (NULL: plaintext): the session and the function table that drives it. */
+    struct nsrv_tls_session *tls;
+    const struct nsrv_crypto_api *crypto;
 };
 
 /* ---- inputs ---- */
@@ -166,6 +183,12 @@ struct nsrv_ce {
 void nsrv__ce_init(nsrv_ce_t *e, nsrv_ce_host_t *host, uint64_t now_ms);
 /* Frees what the engine holds (after nsrv__ce_closed). */
 void nsrv__ce_free(nsrv_ce_t *e);
+
+/* The connection speaks TLS from now on, through session (driven by crypto's table). */
+void nsrv__ce_start_tls(nsrv_ce_t *e, const struct nsrv_crypto_api *crypto,
+                        struct nsrv_tls_session *session);
+/* n received bytes of a TLS connection (records): decrypted, then run as nsrv__ce_feed. */
+unsigned nsrv__ce_feed_tls(nsrv_ce_t *e, const char *data, size_t n, uint64_t now_ns);
 
 /* Bytes were read at now_ms (ciphertext too, before it yields a request): the driver says
  * so for every read, before feeding what it read. */
@@ -200,8 +223,8 @@ static inline void nsrv__ce_request_started(nsrv_ce_t *e) {
 /* Appends the reply to the request being run; head: its bytes up to the body already
  * encoded (nsrv_cmd_encode_head), or NULL. */
 void nsrv__ce_reply(nsrv_ce_t *e, const nsrv_cmd_t *resp, const void *head, size_t head_len);
-/* Sends the replies appended outside a batch (a worker's request). */
-void nsrv__ce_flush(nsrv_ce_t *e);
+/* Sends the replies appended outside a batch (a worker's request); CLOSE if that failed. */
+unsigned nsrv__ce_flush(nsrv_ce_t *e);
 /* The request being run defers its reply: a slot in the reply queue. */
 struct nsrv_reply_slot *nsrv__ce_reserve(nsrv_ce_t *e, int metrics_slot, uint64_t start_ns);
 /* Fills slot with resp, sends every filled slot at the head (with the replies behind each)

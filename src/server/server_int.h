@@ -53,7 +53,6 @@ typedef struct nsrv_conn {
     /* A big frame decoded on a worker (conn_offload.c): the connection is neither read nor
      * processed until it has run, so replies keep their request order. */
     struct nsrv_offload_job *job;
-    struct nsrv_tls_session *tls;  /* NULL: plaintext (conn_tls.c) */
     struct nsrv_conn *prev, *next; /* server's connection list */
     UT_hash_handle hh;             /* by id */
 } nsrv_conn_t;
@@ -139,8 +138,6 @@ struct nsrv_server {
     const struct nsrv_crypto_api *crypto; /* nsrvd-crypto.so's table once loaded */
     nsrv_tls_mode_t tls_mode;             /* the first-byte rule, fixed at start */
     bool tls_on_demand;                   /* the context waits for the first TLS client */
-    nsrv_buf_t tls_plain;                 /* one read's decrypted bytes */
-    uint64_t tls_handshakes_ok, tls_handshakes_failed;
     uint64_t tls_refused_total, plain_refused_total; /* closed by tls.server.mode at byte one */
     /* The request being run: a reply slot reserved for it records these. */
     int cur_metrics_slot;
@@ -169,11 +166,6 @@ nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id
 void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const nsrv_cmd_t *resp);
 /* Continues the connections that yielded their read batch (srv->resume). */
 void nsrv__conn_resume_cb(uv_idle_t *h);
-
-/* Sends bytes as they are on the socket (ciphertext for a TLS connection). */
-void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len);
-/* Runs the requests in received plaintext p[0..n) and keeps a partial frame. */
-void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n);
 
 /* Runs one decoded request and appends its reply; prep: its part done ahead, or NULL. */
 void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep);
@@ -205,15 +197,10 @@ void nsrv__tls_stop(nsrv_server_t *srv);
 void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out);
 /* Applies tls.server.mode to the first byte: false if it closed c; starts TLS on 0x16. */
 bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first);
-/* Ciphertext received on a TLS connection: decrypted and delivered, or c closed. */
-void nsrv__conn_tls_received(nsrv_conn_t *c, const char *data, size_t len);
-/* Encrypts and sends plaintext reply bytes. */
-void nsrv__conn_tls_send(nsrv_conn_t *c, const char *data, size_t len);
+/* NSRV_CE_ACT_TLS_UP: logs the handshake's outcome. */
+void nsrv__conn_tls_up(nsrv_conn_t *c);
 /* Best-effort close_notify before a graceful close with nothing left queued. */
 void nsrv__conn_tls_close_notify(nsrv_conn_t *c);
-/* Part of a TLS record received and not yet decryptable: a request in flight. */
-bool nsrv__conn_tls_input_pending(const nsrv_conn_t *c);
-void nsrv__conn_tls_free(nsrv_conn_t *c);
 
 /* durable.c: starts the writer thread and makes the processor's KV and config
  * writes asynchronous; stop waits for every requested write, then ends it. */

@@ -4,7 +4,8 @@
  * RemotingCommand frames, decoded by this file's run hook whose request code says what to do
  * (reply, defer, take time, fail, be offloaded); its transmit hook plays a socket that
  * takes `room` bytes at once and queues the rest. The wire's replies are decoded again to
- * check their order.
+ * check their order. The TLS cases put a real session (the crypto module linked in) between
+ * an OpenSSL client on memory BIOs and the engine.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +14,10 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
+#include "../../crypto/crypto.h"
 #include "../conn_engine.h"
 #include "nsrv/alloc.h"
 #include "nsrv/arena.h"
@@ -40,6 +44,7 @@ typedef struct {
     nsrv_ce_t e;
     nsrv_arena_t arena;
     nsrv_buf_t wire; /* every reply byte transmitted, in order */
+    nsrv_buf_t raw;  /* bytes sent as they are (TLS records) */
     size_t room;     /* what the socket takes now; the rest is queued */
     unsigned transmits;
     unsigned ran;    /* requests the runner ran */
@@ -100,6 +105,12 @@ nsrv_ce_run_t nsrv__ce_run(void *ud, nsrv_ce_t *e, const uint8_t *frame, size_t 
     return NSRV_CE_RAN;
 }
 
+void nsrv__ce_send_raw(void *ud, nsrv_ce_t *e, const char *data, size_t len) {
+    fx_t *f = ud;
+    (void)e;
+    nsrv_buf_append(&f->raw, data, len);
+}
+
 void nsrv__ce_transmit(void *ud, nsrv_ce_t *e) {
     fx_t *f = ud;
     struct iovec iov[NSRV_OUT_MAX_SEGS];
@@ -123,6 +134,7 @@ static int setup(void **state) {
     nsrv__out_init(&fx->out);
     nsrv_arena_init(&fx->arena, 4096);
     nsrv_buf_init(&fx->wire);
+    nsrv_buf_init(&fx->raw);
     fx->room = SIZE_MAX;
     fx->host = (nsrv_ce_host_t){.cfg = &fx->cfg, .out = &fx->out, .ud = fx};
     nsrv__ce_init(&fx->e, &fx->host, 1000);
@@ -137,6 +149,8 @@ static int teardown(void **state) {
             nsrv__ce_fill(fx->deferred[i], &(nsrv_cmd_t){.opaque = 0}, 0);
     nsrv__ce_free(&fx->e);
     nsrv_buf_deinit(&fx->wire);
+    nsrv_buf_deinit(&fx->raw);
+    nsrv_buf_deinit(&fx->host.tls_plain);
     nsrv_arena_deinit(&fx->arena);
     nsrv__out_deinit(&fx->out);
     nsrv_config_free(&fx->cfg);
@@ -573,6 +587,172 @@ static void test_shutdown_unserved_connection_waits_for_the_grace(void **state) 
     assert_true(nsrv__ce_finished(&fx->e));
 }
 
+/* ---- TLS records in and out ---- */
+
+extern const nsrv_crypto_api_t nsrv_crypto_module_v1; /* linked in (nsrv_crypto_impl) */
+
+typedef struct {
+    nsrv_tls_ctx_t *server_ctx;
+    SSL_CTX *client_ctx;
+    SSL *client;
+    BIO *c_in, *c_out; /* the client's side of the wire */
+    unsigned acts;     /* every action the engine returned */
+} tls_pair_t;
+
+/* The client's pending records to the engine in pieces of step, the engine's to the client,
+ * until neither side has anything to say. */
+static void tls_pump(tls_pair_t *p, size_t step, uint64_t now_ns) {
+    char buf[4096];
+    for (int round = 0; round < 64; round++) {
+        bool moved = false;
+        int n;
+        while (!fx->e.closed &&
+               (n = BIO_read(p->c_out, buf, (int)(step < sizeof buf ? step : sizeof buf))) > 0) {
+            p->acts |= nsrv__ce_feed_tls(&fx->e, buf, (size_t)n, now_ns);
+            moved = true;
+        }
+        if (fx->raw.len) {
+            assert_int_equal(BIO_write(p->c_in, fx->raw.data, (int)fx->raw.len), (int)fx->raw.len);
+            nsrv_buf_reset(&fx->raw);
+            moved = true;
+        }
+        if (!SSL_is_init_finished(p->client)) {
+            SSL_do_handshake(p->client);
+            ERR_clear_error();
+            moved = moved || BIO_ctrl_pending(p->c_out) > 0;
+        }
+        if (!moved)
+            return;
+    }
+}
+
+static void tls_open(tls_pair_t *p) {
+    const nsrv_crypto_api_t *cr = &nsrv_crypto_module_v1;
+    memset(p, 0, sizeof *p);
+    nsrv_config_t cfg;
+    nsrv_config_init_defaults(&cfg);
+    nsrv_free(cfg.tls_config_file); /* nothing of the machine's */
+    cfg.tls_config_file = nsrv_strdup("");
+    char err[512] = "";
+    p->server_ctx = cr->tls_ctx_create(&cfg, err, sizeof err);
+    nsrv_config_free(&cfg);
+    assert_non_null(p->server_ctx);
+    nsrv_tls_session_t *session = cr->session_new(cr->tls_ctx_ssl(p->server_ctx));
+    assert_non_null(session);
+    nsrv__ce_start_tls(&fx->e, cr, session);
+    p->client_ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_verify(p->client_ctx, SSL_VERIFY_NONE, NULL); /* Java's test mode */
+    p->client = SSL_new(p->client_ctx);
+    p->c_in = BIO_new(BIO_s_mem());
+    p->c_out = BIO_new(BIO_s_mem());
+    BIO_set_mem_eof_return(p->c_in, -1);
+    BIO_set_mem_eof_return(p->c_out, -1);
+    SSL_set_bio(p->client, p->c_in, p->c_out);
+    SSL_set_connect_state(p->client);
+    SSL_do_handshake(p->client);
+    ERR_clear_error();
+}
+
+/* The session goes with the engine (teardown); the context and the client here. */
+static void tls_close(tls_pair_t *p) {
+    SSL_free(p->client);
+    SSL_CTX_free(p->client_ctx);
+    nsrv__ce_free(&fx->e);
+    nsrv_crypto_module_v1.tls_ctx_destroy(p->server_ctx);
+}
+
+/* What the client can decrypt now, appended to out. */
+static void client_read_all(tls_pair_t *p, nsrv_buf_t *out) {
+    char buf[4096];
+    int n;
+    while ((n = SSL_read(p->client, buf, sizeof buf)) > 0)
+        nsrv_buf_append(out, buf, (size_t)n);
+    ERR_clear_error();
+}
+
+static void test_tls_records_in_and_out(void **state) {
+    (void)state;
+    tls_pair_t p;
+    tls_open(&p);
+    tls_pump(&p, 7, 1); /* the handshake, fed in pieces of 7 bytes */
+    assert_true(SSL_is_init_finished(p.client));
+    assert_true(p.acts & NSRV_CE_ACT_TLS_UP);
+    assert_int_equal(fx->host.tls_handshakes_ok, 1);
+    /* Three pipelined requests, one with a body larger than a record, in small pieces. */
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    put_req(&b, OP_ECHO, 1, 10);
+    put_req(&b, OP_ECHO, 2, 40000);
+    put_req(&b, OP_ECHO, 3, 10);
+    assert_int_equal(SSL_write(p.client, b.data, (int)b.len), (int)b.len);
+    p.acts = 0;
+    tls_pump(&p, 997, 2);
+    assert_false(p.acts & NSRV_CE_ACT_CLOSE);
+    assert_int_equal(fx->ran, 3);
+    assert_int_equal(fx->transmits, 0); /* no plaintext reply reached the socket */
+    /* The client decrypts the replies, in order. */
+    nsrv_buf_t got = NSRV_BUF_INIT;
+    client_read_all(&p, &got);
+    nsrv_buf_append(&fx->wire, got.data, got.len);
+    assert_wire_is_range(1, 3);
+    nsrv_buf_deinit(&got);
+    nsrv_buf_deinit(&b);
+    tls_close(&p);
+}
+
+static void test_tls_partial_record_is_a_request_in_flight(void **state) {
+    (void)state;
+    tls_pair_t p;
+    tls_open(&p);
+    tls_pump(&p, 4096, 1);
+    fx->host.shutting_down = true;
+    fx->host.idle_grace_over = true;
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    put_req(&b, OP_ECHO, 1, 10);
+    assert_int_equal(SSL_write(p.client, b.data, (int)b.len), (int)b.len);
+    char rec[512];
+    int n = BIO_read(p.c_out, rec, sizeof rec);
+    assert_true(n > 10);
+    unsigned act = nsrv__ce_feed_tls(&fx->e, rec, 10, 2);
+    assert_false(act & NSRV_CE_ACT_FINISH);
+    assert_false(nsrv__ce_finished(&fx->e)); /* part of a record: a request in flight */
+    act = nsrv__ce_feed_tls(&fx->e, rec + 10, (size_t)n - 10, 3);
+    assert_int_equal(fx->ran, 1);
+    assert_true(act & NSRV_CE_ACT_FINISH);
+    nsrv_buf_deinit(&b);
+    tls_close(&p);
+}
+
+static void test_tls_close_notify_closes_after_the_requests_before_it(void **state) {
+    (void)state;
+    tls_pair_t p;
+    tls_open(&p);
+    tls_pump(&p, 4096, 1);
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    put_req(&b, OP_ECHO, 1, 10);
+    assert_int_equal(SSL_write(p.client, b.data, (int)b.len), (int)b.len);
+    SSL_shutdown(p.client);
+    p.acts = 0;
+    tls_pump(&p, 4096, 2);
+    assert_int_equal(fx->ran, 1);
+    assert_true(p.acts & NSRV_CE_ACT_CLOSE);
+    assert_string_equal(fx->e.close_why, "peer sent close_notify");
+    nsrv_buf_deinit(&b);
+    tls_close(&p);
+}
+
+static void test_tls_garbage_fails_the_handshake(void **state) {
+    (void)state;
+    tls_pair_t p;
+    tls_open(&p);
+    static const char junk[] = "\x16\x03\x01\x00\x05hello, not a ClientHello";
+    unsigned act = nsrv__ce_feed_tls(&fx->e, junk, sizeof junk - 1, 1);
+    assert_true(act & NSRV_CE_ACT_CLOSE);
+    assert_non_null(fx->e.close_why);
+    assert_int_equal(fx->host.tls_handshakes_failed, 1);
+    assert_int_equal(fx->ran, 0);
+    tls_close(&p);
+}
+
 int main(void) {
     memset(big_body, 'b', sizeof big_body);
     const struct CMUnitTest tests[] = {
@@ -595,6 +775,10 @@ int main(void) {
         NSRV_FIXTURE_TEST(test_shutdown_closes_a_served_connection_once_drained),
         NSRV_FIXTURE_TEST(test_shutdown_waits_for_a_partial_request_and_a_slot),
         NSRV_FIXTURE_TEST(test_shutdown_unserved_connection_waits_for_the_grace),
+        NSRV_FIXTURE_TEST(test_tls_records_in_and_out),
+        NSRV_FIXTURE_TEST(test_tls_partial_record_is_a_request_in_flight),
+        NSRV_FIXTURE_TEST(test_tls_close_notify_closes_after_the_requests_before_it),
+        NSRV_FIXTURE_TEST(test_tls_garbage_fails_the_handshake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
