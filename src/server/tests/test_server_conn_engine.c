@@ -197,6 +197,14 @@ static void assert_wire_is_range(int first, int count) {
         assert_int_equal(got[i], first + i);
 }
 
+/* Fills the i-th deferred reply with the reply to request opaque. */
+static unsigned fill_deferred(size_t i, int opaque, uint64_t now_ns) {
+    nsrv_cmd_t r = {.opaque = opaque, .flag = NSRV_FLAG_RESPONSE, .ser_type = NSRV_SER_ROCKETMQ};
+    unsigned act = nsrv__ce_fill(fx->deferred[i], &r, now_ns);
+    fx->deferred[i] = NULL;
+    return act;
+}
+
 static unsigned feed(const nsrv_buf_t *b, uint64_t now_ns) {
     return nsrv__ce_feed(&fx->e, (const uint8_t *)b->data, b->len, now_ns);
 }
@@ -345,8 +353,7 @@ static void test_slot_cap_stops_reading(void **state) {
     assert_false(fx->e.reading);
     (void)act;
     /* One reply sent: under the cap again, the last request runs. */
-    act = nsrv__ce_fill(fx->deferred[0], &(nsrv_cmd_t){.opaque = 0, .flag = NSRV_FLAG_RESPONSE}, 2);
-    fx->deferred[0] = NULL;
+    act = fill_deferred(0, 0, 2);
     assert_int_equal(fx->ran, NSRV_CE_MAX_SLOTS + 1);
     assert_true(act & NSRV_CE_ACT_READ_ON);
     nsrv_buf_deinit(&b);
@@ -368,13 +375,9 @@ static void test_replies_wait_behind_a_deferred_one(void **state) {
     assert_int_equal(fx->host.replies_pending, 2);
     assert_true(fx->e.held_bytes > 0);
     /* The second slot fills first: nothing may overtake the first. */
-    nsrv_cmd_t r4 = {.opaque = 4, .flag = NSRV_FLAG_RESPONSE, .ser_type = NSRV_SER_ROCKETMQ};
-    nsrv__ce_fill(fx->deferred[1], &r4, 2);
-    fx->deferred[1] = NULL;
+    fill_deferred(1, 4, 2);
     assert_wire_is_range(1, 1);
-    nsrv_cmd_t r2 = {.opaque = 2, .flag = NSRV_FLAG_RESPONSE, .ser_type = NSRV_SER_ROCKETMQ};
-    nsrv__ce_fill(fx->deferred[0], &r2, 3);
-    fx->deferred[0] = NULL;
+    fill_deferred(0, 2, 3);
     assert_wire_is_range(1, 5);
     assert_int_equal(fx->host.replies_pending, 0);
     assert_int_equal(fx->e.held_bytes, 0);
@@ -390,8 +393,7 @@ static void test_close_orphans_a_waiting_slot(void **state) {
     feed(&b, 1);
     nsrv__ce_closed(&fx->e);
     unsigned transmits = fx->transmits;
-    unsigned act = nsrv__ce_fill(fx->deferred[0], &(nsrv_cmd_t){.opaque = 1}, 2);
-    fx->deferred[0] = NULL;
+    unsigned act = fill_deferred(0, 1, 2);
     assert_int_equal(act, 0);
     assert_int_equal(fx->transmits, transmits); /* nothing sent on a closed connection */
     assert_int_equal(fx->host.replies_pending, 0);
@@ -570,8 +572,7 @@ static void test_shutdown_waits_for_a_partial_request_and_a_slot(void **state) {
     put_req(&b, OP_ECHO, 2, 100);
     unsigned act = nsrv__ce_feed(&fx->e, (const uint8_t *)b.data, b.len - 10, 1);
     assert_false(act & NSRV_CE_ACT_FINISH); /* a slot and a partial request */
-    act = nsrv__ce_fill(fx->deferred[0], &(nsrv_cmd_t){.opaque = 1, .flag = NSRV_FLAG_RESPONSE}, 2);
-    fx->deferred[0] = NULL;
+    act = fill_deferred(0, 1, 2);
     assert_false(act & NSRV_CE_ACT_FINISH); /* still the partial request */
     act = nsrv__ce_feed(&fx->e, (const uint8_t *)b.data + b.len - 10, 10, 3);
     assert_true(act & NSRV_CE_ACT_FINISH);
