@@ -83,33 +83,24 @@ void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
         next = c->next;
         if (c->closing)
             continue;
-        /* libuv lowers the write queue size as the kernel takes bytes, also within a
-         * write request, so a peer draining slowly shows progress here. */
-        uint64_t drained =
-            c->out_queued_total - uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
-        if (drained != c->out_drained_seen) {
-            c->out_drained_seen = drained;
-            c->last_active_ms = now_ms;
+        unsigned act = nsrv__ce_tick(&c->eng, now_ms, idle_ms,
+                                     uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
+        if (!(act & NSRV_CE_ACT_CLOSE))
             continue;
+        if (act & NSRV_CE_ACT_STALLED) {
+            srv->conns_stalled_total++;
+            nsrv_log_notice(
+                "SERVER", "connection '%s' drained none of its %zu queued reply bytes in %d s",
+                c->peer, c->eng.out_pending, srv->cfg->server_channel_max_idle_time_seconds);
+            c->reset_on_close = true;
+            srv->trim_due = true;
         }
-        if (now_ms - c->last_active_ms < idle_ms)
-            continue;
-        if (c->out_pending == 0) {
-            nsrv__conn_close(c, "idle");
-            continue;
-        }
-        srv->conns_stalled_total++;
-        nsrv_log_notice("SERVER",
-                        "connection '%s' drained none of its %zu queued reply bytes in %d s",
-                        c->peer, c->out_pending, srv->cfg->server_channel_max_idle_time_seconds);
-        c->reset_on_close = true;
-        srv->trim_due = true;
-        nsrv__conn_close(c, "peer stopped reading");
+        nsrv__conn_close(c, c->eng.close_why);
     }
 }
 
 static size_t output_held(const nsrv_conn_t *c) {
-    return c->out_pending;
+    return c->eng.out_pending;
 }
 
 static size_t input_held(const nsrv_conn_t *c) {
@@ -163,7 +154,6 @@ static void shed_until_under(nsrv_server_t *srv, const mem_cap_t *cap, const siz
 
 void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes) {
     nsrv_server_t *srv = c->srv;
-    c->out_queued_total += bytes;
     srv->out_queued_bytes += bytes;
     shed_until_under(srv, &OUTPUT_CAP, &srv->out_queued_bytes, srv->cfg->total_output_limit_bytes,
                      &srv->output_shed_total, &srv->shed_since_log, &srv->shed_logged_ms);
@@ -171,7 +161,7 @@ void nsrv__conn_output_queued(nsrv_conn_t *c, size_t bytes) {
 
 void nsrv__conn_input_changed(nsrv_conn_t *c) {
     nsrv_server_t *srv = c->srv;
-    size_t now = c->closing ? 0 : c->in.cap;
+    size_t now = c->closing ? 0 : c->eng.in.cap;
     srv->in_buffered_bytes = srv->in_buffered_bytes - c->in_counted + now;
     c->in_counted = now;
     /* The shedding loop's own first test, here: this runs after every read. */

@@ -9,12 +9,13 @@
  * loop then only runs the decoded request.
  *
  * Order: while its job runs the connection is neither read nor processed
- * (conn_blocked), so the request's reply goes out before those of the frames
+ * (nsrv__ce_blocked), so the request's reply goes out before those of the frames
  * behind it. Other connections are served meanwhile.
  *
  * Ownership: the connection's input buffer, which holds the whole frame, moves
  * to the job (no copy of the frame on the loop); the bytes behind the frame are
- * copied into a fresh buffer for the connection.
+ * copied into a fresh buffer for the connection (conn_engine.c decides which frame
+ * and prepares the buffer; this file runs the job).
  *
  * Close: the job is orphaned and frees itself when it completes. Shutdown: a
  * connection with a job is a request in flight (nsrv__conn_maybe_finish waits),
@@ -75,10 +76,6 @@ void nsrv__big_frame_cpu(nsrv_server_t *srv, uint64_t cpu_ns) {
     nsrv_hist_observe_us(&srv->big_frame_loop_cpu, cpu_ns / 1000u);
     if (cpu_ns > srv->big_frame_loop_cpu_max_ns)
         srv->big_frame_loop_cpu_max_ns = cpu_ns;
-}
-
-size_t nsrv__offload_min_bytes(const nsrv_server_t *srv) {
-    return (size_t)srv->cfg->big_frame_worker_bytes;
 }
 
 /* The job's big buffers: the frame and its decode's arena. */
@@ -146,7 +143,7 @@ static void after_work_cb(uv_work_t *w, int status) {
     if (status != 0 || j->decode_rc < 0) {
         int rc = status != 0 ? status : j->decode_rc;
         const char *why = status != 0 ? uv_strerror(status) : nsrv_strerror(rc);
-        srv->bad_frames_total++;
+        srv->conn_host.bad_frames_total++;
         nsrv_log_info("SERVER", "closing '%s': %s", c->peer, why);
         nsrv__conn_close(c, why);
         job_free(j);
@@ -161,11 +158,10 @@ static void after_work_cb(uv_work_t *w, int status) {
     nsrv__conn_continue(c);
 }
 
-static nsrv_offload_job_t *job_new(nsrv_conn_t *c, size_t frame_len) {
+static nsrv_offload_job_t *job_new(nsrv_conn_t *c) {
     nsrv_offload_job_t *j = nsrv_calloc(1, sizeof *j);
     j->work.data = j;
     j->conn = c;
-    j->frame_len = frame_len;
     nsrv_processor_prep_limits(c->srv->proc, &j->lim);
     nsrv_arena_init(&j->arena, JOB_ARENA_CHUNK);
     return j;
@@ -184,23 +180,8 @@ static void job_submit(nsrv_conn_t *c, nsrv_offload_job_t *j) {
 }
 
 void nsrv__offload_start(nsrv_conn_t *c) {
-    nsrv_offload_job_t *j = job_new(c, c->big_frame_len);
-    j->frame_off = c->in_off;
-    c->big_frame_len = 0;
-    /* The buffer moves to the job; what follows the frame stays with the connection. */
-    j->frame_buf = c->in;
-    nsrv_buf_init(&c->in);
-    size_t rest_off = j->frame_off + j->frame_len;
-    if (rest_off < j->frame_buf.len)
-        nsrv_buf_append(&c->in, j->frame_buf.data + rest_off, j->frame_buf.len - rest_off);
-    c->in_off = 0;
-    nsrv__conn_input_changed(c);
-    job_submit(c, j);
-}
-
-void nsrv__offload_start_copy(nsrv_conn_t *c, const uint8_t *frame, size_t frame_len) {
-    nsrv_offload_job_t *j = job_new(c, frame_len);
-    nsrv_buf_append(&j->frame_buf, frame, frame_len);
+    nsrv_offload_job_t *j = job_new(c);
+    nsrv__ce_take_offload(&c->eng, &j->frame_buf, &j->frame_off, &j->frame_len);
     job_submit(c, j);
 }
 

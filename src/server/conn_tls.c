@@ -2,11 +2,10 @@
 /*
  * TLS on a connection (docs/design/tls-and-access.md "TLS"): the first byte decides, as Java's
  * HandshakeHandler does, whether the connection is TLS, plaintext, or refused
- * by tls.server.mode. A TLS connection's received bytes go through its session
- * (tls_session.c) and the plaintext into the same framing as a plaintext
- * connection (conn.c); its replies are encrypted and sent as raw bytes, so
- * back-pressure, output caps and idle timeouts count ciphertext on the socket.
- * A graceful close sends close_notify after the last reply.
+ * by tls.server.mode. A TLS connection's session (tls_session.c) then belongs to
+ * its engine (conn_engine.c), which decrypts what is received into the same
+ * framing as a plaintext connection and encrypts the replies. A graceful close
+ * sends close_notify after the last reply (here: a best-effort write on the socket).
  *
  * OpenSSL is reached through nsrvd-crypto.so (include/nsrv/crypto.h), loaded at
  * start when TLS needs a certificate there, and not before the first TLS
@@ -25,10 +24,6 @@
 #include "nsrv/log.h"
 #include "server_int.h"
 #include "nsrv/tls.h"
-
-/* Replies are encrypted and handed to the socket in pieces of this size, so a large
- * reply never sits twice in memory as a whole. */
-#define SEND_CHUNK (64 * 1024)
 
 /* The tls.config.file exists: its tls.* keys (the mode among them) decide, so TLS is made now. */
 static bool tls_file_present(const nsrv_config_t *cfg) {
@@ -57,7 +52,6 @@ static int make_ctx(nsrv_server_t *srv, const nsrv_config_t *cfg, char *err, siz
 
 int nsrv__tls_start(nsrv_server_t *srv) {
     char err[512] = "";
-    nsrv_buf_init(&srv->tls_plain);
     srv->tls_mode = (nsrv_tls_mode_t)nsrv_tls_mode_parse(srv->cfg->tls_server_mode);
     if (!tls_file_present(srv->cfg) && srv->tls_mode == NSRV_TLS_DISABLED) {
         nsrv_log_notice("TLS", "tls.server.mode=disabled");
@@ -133,7 +127,7 @@ void nsrv__tls_stop(nsrv_server_t *srv) {
     if (srv->tls)
         srv->crypto->tls_ctx_destroy(srv->tls);
     srv->tls = NULL;
-    nsrv_buf_deinit(&srv->tls_plain);
+    nsrv_buf_deinit(&srv->conn_host.tls_plain);
 }
 
 void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out) {
@@ -148,8 +142,8 @@ void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out) {
                     "nsrvd_tls_first_byte_refused_total{reason=\"tls_disabled\"} %" PRIu64 "\n"
                     "nsrvd_tls_first_byte_refused_total{reason=\"plaintext_enforcing\"} %" PRIu64
                     "\n",
-                    srv->tls_handshakes_ok, srv->tls_handshakes_failed, srv->tls_refused_total,
-                    srv->plain_refused_total);
+                    srv->conn_host.tls_handshakes_ok, srv->conn_host.tls_handshakes_failed,
+                    srv->tls_refused_total, srv->plain_refused_total);
 }
 
 bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first) {
@@ -169,81 +163,31 @@ bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first) {
         break;
     }
     nsrv_ssl_ctx_t *ssl = tls_ready(srv) ? srv->crypto->tls_ctx_ssl(srv->tls) : NULL;
-    c->tls = ssl ? srv->crypto->session_new(ssl) : NULL;
-    if (!c->tls) {
-        srv->tls_handshakes_failed++;
+    nsrv_tls_session_t *session = ssl ? srv->crypto->session_new(ssl) : NULL;
+    if (!session) {
+        srv->conn_host.tls_handshakes_failed++;
         nsrv__conn_close(c, "cannot create a TLS session");
         return false;
     }
+    nsrv__ce_start_tls(&c->eng, srv->crypto, session);
     return true;
 }
 
-/* Sends what the engine produced: handshake messages, records, alerts. */
-static void flush_output(nsrv_conn_t *c) {
-    const char *p = NULL;
-    size_t n = c->srv->crypto->session_output(c->tls, &p);
-    if (n > 0)
-        nsrv__conn_send_raw(c, p, n);
-    c->srv->crypto->session_output_clear(c->tls);
-}
-
-void nsrv__conn_tls_received(nsrv_conn_t *c, const char *data, size_t len) {
-    nsrv_server_t *srv = c->srv;
-    bool was_established = c->srv->crypto->session_established(c->tls);
-    nsrv_buf_t *plain = &srv->tls_plain;
-    nsrv_buf_reset(plain);
-    const char *why = NULL;
-    nsrv_tls_status_t st = c->srv->crypto->session_feed(c->tls, data, len, plain, &why);
-    if (!was_established && c->srv->crypto->session_established(c->tls)) {
-        srv->tls_handshakes_ok++;
-        char desc[256];
-        c->srv->crypto->session_describe(c->tls, desc, sizeof desc);
-        nsrv_log_info("TLS", "connection '%s': %s", c->peer, desc);
-    } else if (!was_established && st == NSRV_TLS_FAILED) {
-        srv->tls_handshakes_failed++;
-    }
-    flush_output(c);
-    if (plain->len > 0 && !c->closing)
-        nsrv__conn_deliver(c, (const uint8_t *)plain->data, plain->len);
-    if (c->closing)
-        return;
-    if (st == NSRV_TLS_CLOSED)
-        nsrv__conn_close(c, "peer sent close_notify");
-    else if (st == NSRV_TLS_FAILED)
-        nsrv__conn_close(c, why);
-}
-
-void nsrv__conn_tls_send(nsrv_conn_t *c, const char *data, size_t len) {
-    while (len > 0 && !c->closing) {
-        size_t chunk = len < SEND_CHUNK ? len : SEND_CHUNK;
-        if (!c->srv->crypto->session_write(c->tls, data, chunk)) {
-            nsrv__conn_close(c, "TLS write failed");
-            return;
-        }
-        flush_output(c);
-        data += chunk;
-        len -= chunk;
-    }
+void nsrv__conn_tls_up(nsrv_conn_t *c) {
+    char desc[256];
+    c->eng.crypto->session_describe(c->eng.tls, desc, sizeof desc);
+    nsrv_log_info("TLS", "connection '%s': %s", c->peer, desc);
 }
 
 void nsrv__conn_tls_close_notify(nsrv_conn_t *c) {
-    c->srv->crypto->session_shutdown(c->tls);
+    const nsrv_crypto_api_t *cr = c->eng.crypto;
+    cr->session_shutdown(c->eng.tls);
     const char *p = NULL;
-    size_t n = c->srv->crypto->session_output(c->tls, &p);
+    size_t n = cr->session_output(c->eng.tls, &p);
     if (n > 0) {
         /* Best effort: nothing else is queued, so the socket takes these few bytes now. */
         uv_buf_t b = uv_buf_init((char *)p, (unsigned)n);
         (void)uv_try_write((uv_stream_t *)&c->tcp, &b, 1);
     }
-    c->srv->crypto->session_output_clear(c->tls);
-}
-
-bool nsrv__conn_tls_input_pending(const nsrv_conn_t *c) {
-    return c->tls && c->srv->crypto->session_input_pending(c->tls);
-}
-
-void nsrv__conn_tls_free(nsrv_conn_t *c) {
-    if (c->tls)
-        c->srv->crypto->session_free(c->tls);
-    c->tls = NULL;
+    cr->session_output_clear(c->eng.tls);
 }

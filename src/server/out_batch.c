@@ -54,19 +54,22 @@ bool nsrv__out_add_head(nsrv_out_batch_t *b, const nsrv_cmd_t *resp, const void 
     return true;
 }
 
-unsigned nsrv__out_iov(const nsrv_out_batch_t *b, uv_buf_t *iov) {
+bool nsrv__out_add_bytes(nsrv_out_batch_t *b, const void *data, size_t len) {
+    if (len == 0)
+        return true;
+    if (b->n_segs + 1 > NSRV_OUT_MAX_SEGS)
+        return false;
+    size_t from = b->bytes.len;
+    nsrv_buf_append(&b->bytes, data, len);
+    cover_bytes(b, from);
+    return true;
+}
+
+unsigned nsrv__out_iov(const nsrv_out_batch_t *b, struct iovec *iov) {
     for (size_t i = 0; i < b->n_segs; i++) {
         const nsrv_out_seg_t *s = &b->segs[i];
         char *base = s->rc ? s->rc->data : b->bytes.data;
-        iov[i] = uv_buf_init(base + s->off, (unsigned)s->len);
+        iov[i] = (struct iovec){.iov_base = base + s->off, .iov_len = s->len};
     }
     return (unsigned)b->n_segs;
-}
-
-void nsrv__out_reset(nsrv_out_batch_t *b) {
-    for (size_t i = 0; i < b->n_segs; i++)
-        nsrv_rcbuf_unref(b->segs[i].rc);
-    b->n_segs = 0;
-    b->total = 0;
-    nsrv_buf_reset(&b->bytes);
 }

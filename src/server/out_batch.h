@@ -7,8 +7,9 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
-#include <uv.h>
+#include <sys/uio.h>
 
 #include "nsrv/buf.h"
 #include "nsrv/rcbuf.h"
@@ -40,8 +41,17 @@ bool nsrv__out_add(nsrv_out_batch_t *b, const nsrv_cmd_t *resp);
  * nsrv_cmd_encode_head writes for resp; NULL: encode them here). */
 bool nsrv__out_add_head(nsrv_out_batch_t *b, const nsrv_cmd_t *resp, const void *head,
                         size_t head_len);
+/* Appends bytes that are already a reply's encoding (a deferred reply and those behind it).
+ * Returns false when the batch is full, as nsrv__out_add. */
+bool nsrv__out_add_bytes(nsrv_out_batch_t *b, const void *data, size_t len);
 /* Fills iov (NSRV_OUT_MAX_SEGS entries) with the batch in order; returns the count.
  * Valid until the batch changes. */
-unsigned nsrv__out_iov(const nsrv_out_batch_t *b, uv_buf_t *iov);
-/* Empties the batch and drops its body references. */
-void nsrv__out_reset(nsrv_out_batch_t *b);
+unsigned nsrv__out_iov(const nsrv_out_batch_t *b, struct iovec *iov);
+/* Empties the batch and drops its body references. Inline: it ends every batch's write. */
+static inline void nsrv__out_reset(nsrv_out_batch_t *b) {
+    for (size_t i = 0; i < b->n_segs; i++)
+        nsrv_rcbuf_unref(b->segs[i].rc);
+    b->n_segs = 0;
+    b->total = 0;
+    nsrv_buf_reset(&b->bytes);
+}

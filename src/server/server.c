@@ -70,17 +70,9 @@ static void deadline_cb(uv_timer_t *t) {
         uv_stop(&srv->loop);
 }
 
-/* Shutdown: a connection with no request since the signal is closed only after this long.
- * Closing an idle connection races the client's next request: the client still sees the
- * channel open until it has processed our FIN (on a loaded machine, tens of ms), writes,
- * and that request fails. A client that asks within this window is answered and its
- * connection closed right behind the reply instead, so it sees the close before it can
- * ask again (docs/compatibility.md, "Graceful shutdown"). */
-#define SHUTDOWN_IDLE_GRACE_MS 250
-
 static void idle_grace_cb(uv_timer_t *t) {
     nsrv_server_t *srv = t->data;
-    srv->idle_grace_over = true;
+    srv->conn_host.idle_grace_over = true;
     for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
         next = c->next;
         nsrv__conn_maybe_finish(c);
@@ -124,6 +116,7 @@ static void notify_ready_when_ready(nsrv_server_t *srv) {
 
 static void begin_shutdown(nsrv_server_t *srv, int signum) {
     srv->shutting_down = true;
+    srv->conn_host.shutting_down = true;
     uv_timer_stop(&srv->ready_timer);
     nsrv_sd_notify_stopping();
     nsrv_log_notice("SERVER", "received %s: shutting down, %zu connection(s) open",
@@ -145,8 +138,9 @@ static void begin_shutdown(nsrv_server_t *srv, int signum) {
     }
     uint64_t wait_ms = (uint64_t)srv->cfg->shutdown_wait_time_seconds * 1000u;
     uv_timer_start(&srv->deadline_timer, deadline_cb, wait_ms, 0);
-    uv_timer_start(&srv->idle_grace_timer, idle_grace_cb,
-                   wait_ms < SHUTDOWN_IDLE_GRACE_MS ? wait_ms : SHUTDOWN_IDLE_GRACE_MS, 0);
+    uv_timer_start(
+        &srv->idle_grace_timer, idle_grace_cb,
+        wait_ms < NSRV_CE_SHUTDOWN_IDLE_GRACE_MS ? wait_ms : NSRV_CE_SHUTDOWN_IDLE_GRACE_MS, 0);
     for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
         next = c->next;
         nsrv__conn_maybe_finish(c);
@@ -401,6 +395,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     nsrv_arena_init(&srv->arena, 16 * 1024);
     nsrv_buf_init(&srv->body);
     nsrv__out_init(&srv->out);
+    nsrv__conn_host_init(srv);
     uv_loop_init(&srv->loop);
 
     srv->kv = nsrv_kv_create(cfg->kv_config_path);

@@ -13,6 +13,7 @@
 #include "nsrv/remoting.h"
 #include "nsrv/route.h"
 #include "nsrv/uthash.h"
+#include "conn_engine.h"
 #include "out_batch.h"
 
 #include "metrics.h"
@@ -30,20 +31,6 @@ struct nsrv_offload_job;
 struct nsrv_tls_ctx;
 struct nsrv_tls_session;
 
-/*
- * A deferred reply (processor.h) in its connection's reply queue, with the
- * replies to later requests that wait behind it, up to the next slot.
- */
-struct nsrv_reply_slot {
-    struct nsrv_reply_slot *next;
-    struct nsrv_conn *conn; /* NULL once the connection closed: freed when filled */
-    bool filled;
-    int metrics_slot;  /* the request's metrics slot (metrics.h) */
-    uint64_t start_ns; /* when its request's turn began: its latency ends at the fill */
-    nsrv_buf_t reply;  /* this slot's reply, once filled */
-    nsrv_buf_t after;  /* replies to later requests on the connection */
-};
-
 typedef struct nsrv_conn {
     uv_tcp_t tcp; /* first: handle <-> conn casts */
     nsrv_server_t *srv;
@@ -57,20 +44,8 @@ typedef struct nsrv_conn {
         struct sockaddr_in6 in6;
     } peer_addr;
     bool has_peer_addr;
-    nsrv_buf_t in; /* received bytes; [in_off, in.len) not yet consumed */
-    size_t in_off;
-    size_t out_pending;        /* reply bytes handed to libuv and not yet written */
-    uint64_t out_queued_total; /* reply bytes ever handed to uv_write (conn_hygiene.c) */
-    uint64_t out_drained_seen; /* of those, written by libuv at the last idle sweep */
-    size_t in_counted;         /* in.cap as last added to srv->in_buffered_bytes */
-    uint64_t last_active_ms;   /* last byte read or reply byte written */
-    nsrv_reply_slot_t *slots, *slots_tail; /* deferred replies, oldest first */
-    size_t n_slots;
-    size_t held_bytes;         /* reply bytes waiting in slots */
-    bool yielded;              /* stopped a batch at its budget: resumes next loop turn */
-    bool yield_paused_reading; /* it was reading when it yielded */
-    bool in_batch;             /* inside process_frames */
-    bool reading;
+    nsrv_ce_t eng;     /* what the connection decides (conn_engine.h) */
+    size_t in_counted; /* eng.in.cap as last added to srv->in_buffered_bytes */
     bool closing;
     bool saw_first_byte;
     bool deferred_close;
@@ -78,9 +53,6 @@ typedef struct nsrv_conn {
     /* A big frame decoded on a worker (conn_offload.c): the connection is neither read nor
      * processed until it has run, so replies keep their request order. */
     struct nsrv_offload_job *job;
-    size_t big_frame_len;    /* process_frames stopped at a whole frame this big: hand it over */
-    bool served_in_shutdown; /* answered a request after the signal: close once drained */
-    struct nsrv_tls_session *tls;  /* NULL: plaintext (conn_tls.c) */
     struct nsrv_conn *prev, *next; /* server's connection list */
     UT_hash_handle hh;             /* by id */
 } nsrv_conn_t;
@@ -108,8 +80,9 @@ struct nsrv_server {
     /* Content of each file's last good write and of its write in flight (durable.c). */
     nsrv_kv_t *kv_good, *kv_inflight;
     struct nsrv_config *cfg_good, *cfg_inflight;
-    size_t replies_pending;             /* reserved reply slots not yet filled */
-    uint64_t batch_yields_total;        /* read batches cut at their budget */
+    /* Connections' limits, hooks and counters (conn_engine.h: replies pending, batch
+     * yields, bad frames). */
+    nsrv_ce_host_t conn_host;
     uint64_t frames_offloaded_total;    /* big frames decoded on a worker (conn_offload.c) */
     uint64_t big_frame_loop_cpu_max_ns; /* most loop-thread CPU time one big frame took */
     nsrv_hist_t big_frame_loop_cpu;     /* all of them */
@@ -119,7 +92,6 @@ struct nsrv_server {
     size_t n_conns;
     uint64_t next_conn_id;
     bool shutting_down;
-    bool idle_grace_over; /* shutdown: idle connections may be closed now */
     bool listener_open;
     int signals_seen;
     uint64_t start_ms;
@@ -129,8 +101,7 @@ struct nsrv_server {
     size_t n_data_locks;
     uint64_t requests_total;
     uint64_t route_fast_total; /* of those, route queries the fast path answered */
-    uint64_t bad_frames_total;
-    nsrv_req_metrics_t reqm; /* per request code, latency, bytes (metrics.c) */
+    nsrv_req_metrics_t reqm;   /* per request code, latency, bytes (metrics.c) */
     /* Connection hygiene (conn_hygiene.c). */
     size_t out_queued_bytes;      /* reply bytes queued across all open connections */
     size_t in_buffered_bytes;     /* partial-request buffer bytes across all open connections */
@@ -167,8 +138,6 @@ struct nsrv_server {
     const struct nsrv_crypto_api *crypto; /* nsrvd-crypto.so's table once loaded */
     nsrv_tls_mode_t tls_mode;             /* the first-byte rule, fixed at start */
     bool tls_on_demand;                   /* the context waits for the first TLS client */
-    nsrv_buf_t tls_plain;                 /* one read's decrypted bytes */
-    uint64_t tls_handshakes_ok, tls_handshakes_failed;
     uint64_t tls_refused_total, plain_refused_total; /* closed by tls.server.mode at byte one */
     /* The request being run: a reply slot reserved for it records these. */
     int cur_metrics_slot;
@@ -185,6 +154,8 @@ struct nsrv_server {
 };
 
 /* conn.c */
+/* Plugs the request runner and the writes into the connection engine's host. */
+void nsrv__conn_host_init(nsrv_server_t *srv);
 void nsrv__conn_accept(nsrv_server_t *srv);
 void nsrv__conn_close(nsrv_conn_t *c, const char *why);
 /* During shutdown: closes c once it has no partial request and nothing left to write. */
@@ -196,11 +167,6 @@ void nsrv__conn_reply_fill(nsrv_server_t *srv, nsrv_reply_slot_t *slot, const ns
 /* Continues the connections that yielded their read batch (srv->resume). */
 void nsrv__conn_resume_cb(uv_idle_t *h);
 
-/* Sends bytes as they are on the socket (ciphertext for a TLS connection). */
-void nsrv__conn_send_raw(nsrv_conn_t *c, const char *data, size_t len);
-/* Runs the requests in received plaintext p[0..n) and keeps a partial frame. */
-void nsrv__conn_deliver(nsrv_conn_t *c, const uint8_t *p, size_t n);
-
 /* Runs one decoded request and appends its reply; prep: its part done ahead, or NULL. */
 void nsrv__conn_run_request(nsrv_conn_t *c, const nsrv_cmd_t *req, nsrv_proc_prep_t *prep);
 /* Sends the replies batched so far. */
@@ -210,14 +176,9 @@ void nsrv__conn_flush(nsrv_conn_t *c);
 void nsrv__conn_continue(nsrv_conn_t *c);
 
 /* conn_offload.c */
-/* Frames this big or bigger go to a worker (0: none). */
-size_t nsrv__offload_min_bytes(const nsrv_server_t *srv);
-/* Hands the whole frame at c->in[c->in_off, +c->big_frame_len) to a worker: the buffer
- * moves to the job (no copy) and the bytes behind the frame stay in c->in. */
+/* Hands the engine's offload frame (NSRV_CE_ACT_OFFLOAD) to a worker; its buffer moves to
+ * the job. */
 void nsrv__offload_start(nsrv_conn_t *c);
-/* Hands a copy of a smaller frame to a worker: one whose decoded header says its body is
- * costly to decode (a registration's), decoded again there with the body. */
-void nsrv__offload_start_copy(nsrv_conn_t *c, const uint8_t *frame, size_t frame_len);
 /* The connection closes: its job, if any, finishes without it. */
 void nsrv__offload_orphan(nsrv_conn_t *c);
 /* Loop-thread CPU time of the calling thread, in ns. */
@@ -236,15 +197,10 @@ void nsrv__tls_stop(nsrv_server_t *srv);
 void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out);
 /* Applies tls.server.mode to the first byte: false if it closed c; starts TLS on 0x16. */
 bool nsrv__conn_first_byte(nsrv_conn_t *c, uint8_t first);
-/* Ciphertext received on a TLS connection: decrypted and delivered, or c closed. */
-void nsrv__conn_tls_received(nsrv_conn_t *c, const char *data, size_t len);
-/* Encrypts and sends plaintext reply bytes. */
-void nsrv__conn_tls_send(nsrv_conn_t *c, const char *data, size_t len);
+/* NSRV_CE_ACT_TLS_UP: logs the handshake's outcome. */
+void nsrv__conn_tls_up(nsrv_conn_t *c);
 /* Best-effort close_notify before a graceful close with nothing left queued. */
 void nsrv__conn_tls_close_notify(nsrv_conn_t *c);
-/* Part of a TLS record received and not yet decryptable: a request in flight. */
-bool nsrv__conn_tls_input_pending(const nsrv_conn_t *c);
-void nsrv__conn_tls_free(nsrv_conn_t *c);
 
 /* durable.c: starts the writer thread and makes the processor's KV and config
  * writes asynchronous; stop waits for every requested write, then ends it. */

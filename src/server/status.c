@@ -166,8 +166,8 @@ static void build_status(nsrv_server_t *srv, nsrv_buf_t *b) {
                     ",\"connectionsStalled\":%" PRIu64 ",\"outputLimitResets\":%" PRIu64 "},",
                     NSRV_VERSION, (int)getpid(), now - srv->start_ms, srv->bound_port, srv->n_conns,
                     srv->shutting_down ? "true" : "false", srv->requests_total,
-                    srv->bad_frames_total, srv->out_queued_bytes, srv->conns_refused_total,
-                    srv->conns_stalled_total, srv->output_shed_total);
+                    srv->conn_host.bad_frames_total, srv->out_queued_bytes,
+                    srv->conns_refused_total, srv->conns_stalled_total, srv->output_shed_total);
     nsrv_buf_printf(b,
                     "\"route\":{\"brokers\":%zu,\"routeCacheHits\":%" PRIu64
                     ",\"routeCacheBuilds\":%" PRIu64 ",\"expirePasses\":%" PRIu64
