@@ -6,7 +6,10 @@
 # the chart's output. Two self-tests prove the checks can fail: a misspelt field must fail
 # kubeconform and an edited manifest must fail the comparison.
 #
-#   cluster-tests/k8s/run.sh [--out DIR] [--tsv FILE]
+#   cluster-tests/k8s/run.sh [--out DIR] [--tsv FILE] [--nsrvd NSRVD]
+#
+# With --nsrvd (as root) it also runs the chart's rendered pod start script with that binary
+# (pod-start.sh): the properties it writes, the node's probes and address service, SIGTERM.
 #
 # helm and kubeconform are built with `go install` at the versions below, the schemas made
 # by openapi2jsonschema.py from the OpenAPI documents of the k8s.io/kubernetes Go module (and
@@ -23,11 +26,13 @@ k8s_version=v1.34.2
 prom_operator_version=v0.85.0
 out=$top/build-test/k8s
 tsv=""
+nsrvd=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
     --tsv) tsv=$2; shift 2 ;;
-    *) echo "usage: $0 [--out DIR] [--tsv FILE]" >&2; exit 2 ;;
+    --nsrvd) nsrvd=$2; shift 2 ;;
+    *) echo "usage: $0 [--out DIR] [--tsv FILE] [--nsrvd NSRVD]" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$out/bin" "$out/render"
@@ -72,6 +77,10 @@ export GOBIN=$out/bin
 export GOFLAGS="${GOFLAGS:-} -modcacherw"
 tools() {
   command -v go >/dev/null || { echo "go not found (conf/peer-deps.txt)"; return 1; }
+  # Go 1.21 or later fetches the toolchain the modules ask for (GOTOOLCHAIN) from the proxy.
+  local minor
+  minor=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\).*/\1/p')
+  [ "${minor:-0}" -ge 21 ] || { echo "go 1.21 or later needed, found $(go env GOVERSION)"; return 1; }
   local want="helm $helm_version kubeconform $kubeconform_version"
   [ "$(cat "$out/bin/versions" 2>/dev/null)" = "$want" ] && [ -x "$out/bin/helm" ] &&
     [ -x "$out/bin/kubeconform" ] && return 0
@@ -140,6 +149,11 @@ plain_diff() { # plain_diff RENDERED-DIR: the generated manifests of deploy/kube
 check plain-manifests-render sh -c '"$0" --helm "$1" --out "$2"' \
   "$top/deploy/kubernetes/render.sh" "$helm" "$plain_dir"
 check plain-manifests-equal-chart-output plain_diff "$plain_dir"
+
+# --- the pods' start script, run with a real nsrvd ------------------------------------------
+if [ -n "$nsrvd" ]; then
+  check pod-start-script "$top/cluster-tests/k8s/pod-start.sh" "$render/all-optional.yaml" "$nsrvd"
+fi
 
 # --- self-tests: the checks above can fail ---------------------------------------------------
 selftest_misspelt() {
