@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # pod-start.sh RENDERED.yaml NSRVD: runs the chart's pod start script, as rendered, the way
 # the StatefulSet runs it, with a real nsrvd: uid 10001, the rendered env, the ConfigMap on
-# /etc/nsrvd, a Secret made by deploy/kubernetes/gossip-keys.sh on /keys (mode 0440, group
-# 10001), the image's nsrvd-conf, and a writable /data. The pod's filesystem is an overlay of
+# /etc/nsrvd, a Secret made by deploy/kubernetes/gossip-keys.sh on /etc/nsrvd-keys (mode 0440,
+# group 10001, as the kubelet makes a Secret volume's files with fsGroup), the image's nsrvd-conf, and a writable /data. The pod's filesystem is an overlay of
 # this host's root in a private mount namespace, its network a private namespace with only
 # loopback, so nothing on the host changes and no port can collide. It checks the generated
 # properties, /health, /ready (503: no peer yet), the address service, a clean SIGTERM exit,
@@ -49,12 +49,15 @@ mount --rbind /dev "$r/dev"
 mount -t proc proc "$r/proc"
 mount -t tmpfs tmpfs "$r/tmp"
 ip link set lo up
-mkdir -p "$r/data" "$r/keys" "$r/etc/nsrvd" "$r/usr/local/bin"
+mkdir -p "$r/data" "$r/keys" "$r/etc/nsrvd-keys" "$r/etc/nsrvd" "$r/usr/local/bin"
 cp "$nsrvd" "$r/usr/local/bin/nsrvd"
+# As in the image: TLS and ACL signatures, found from nsrvd as ../lib/nsrvd/.
+mkdir -p "$r/usr/local/lib/nsrvd"
+cp "$(dirname "$nsrvd")/nsrvd-crypto.so" "$r/usr/local/lib/nsrvd/"
 cp "$top/docker/conf.sh" "$r/usr/local/bin/nsrvd-conf"
 chmod 755 "$r/usr/local/bin/nsrvd-conf"
 cp "$work/start.sh" "$work/extra.properties" "$r/etc/nsrvd/"
-python3 - "$work/secret.yaml" "$r/keys" <<'PY'
+python3 - "$work/secret.yaml" "$r/etc/nsrvd-keys" <<'PY'
 import base64, os, sys, yaml
 for k, v in yaml.safe_load(open(sys.argv[1]))["data"].items():
     p = os.path.join(sys.argv[2], k)
@@ -62,9 +65,9 @@ for k, v in yaml.safe_load(open(sys.argv[1]))["data"].items():
     os.chown(p, 0, 10001)
     os.chmod(p, 0o440)
 PY
-chown 10001:10001 "$r/data"
-chmod 0555 "$r/keys" "$r/etc/nsrvd"
-env -i PATH=/usr/local/bin:/usr/bin:/bin HOSTNAME="nsrvd-$ordinal" POD_NAMESPACE="$namespace" \
+chown 10001:10001 "$r/data" "$r/keys"
+chmod 0555 "$r/etc/nsrvd-keys" "$r/etc/nsrvd"
+env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOSTNAME="nsrvd-$ordinal" POD_NAMESPACE="$namespace" \
   $(grep -v '^REPLICAS_CHECK=' "$work/env") \
   chroot --userspec=10001:10001 "$r" $(cat "$work/command") &
 echo $! >"$work/pod.pid"
@@ -89,7 +92,7 @@ fail() { echo "FAIL: $*"; [ -f "$work/pod.log" ] && tail -20 "$work/pod.log"; ex
 
 # Pod nsrvd-1 (node 2). A holder process keeps the namespaces for nsenter.
 mkdir -p "$work/ov"
-unshare -m -n sh -c 'echo $$ >"$0/holder.pid"; exec bash "$0/pod.sh" "$@"' \
+unshare -m -n sh -c 'echo $$ >"$0/holder.pid"; exec bash "$0/pod.sh" "$0" "$@"' \
   "$work" "$top" "$nsrvd" 1 "$namespace" >"$work/pod.log" 2>&1 &
 runner=$!
 for _ in $(seq 1 100); do
@@ -129,7 +132,7 @@ grep -q . "$work/pod.log" && tail -3 "$work/pod.log"
 # A pod whose node has no key pair in the Secret (one more than the Secret holds).
 rm -f "$work/holder.pid"
 rc=0
-unshare -m -n sh -c 'echo $$ >"$0/holder.pid"; exec bash "$0/pod.sh" "$@"' \
+unshare -m -n sh -c 'echo $$ >"$0/holder.pid"; exec bash "$0/pod.sh" "$0" "$@"' \
   "$work" "$top" "$nsrvd" "$replicas" "$namespace" >"$work/pod.log" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "a pod without its key started"
 grep -q "no gossip secret key for node $((replicas + 1))" "$work/pod.log" || fail "no clear message"
