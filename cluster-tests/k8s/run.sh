@@ -149,7 +149,9 @@ check plain-manifests-render sh -c '"$0" --helm "$1" --out "$2"' \
 check plain-manifests-equal-chart-output plain_diff "$plain_dir"
 
 # --- the pods' start script, run with a real nsrvd ------------------------------------------
-if [ -n "$nsrvd" ]; then
+if [ -n "$nsrvd" ] && [ ! -x "$nsrvd" ]; then
+  result failed pod-start-script "no nsrvd binary at $nsrvd (did the release build fail?)"
+elif [ -n "$nsrvd" ]; then
   check pod-start-script "$top/cluster-tests/k8s/pod-start.sh" "$render/all-optional.yaml" "$nsrvd"
 fi
 
