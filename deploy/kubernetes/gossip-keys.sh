@@ -19,7 +19,7 @@ i=1
 while [ "$i" -le "$n" ]; do
   "$nsrvd" keygen -o "$dir/node$i.key" -n "$i" >"$dir/node$i.pub" 2>"$dir/keygen.log" ||
     { cat "$dir/keygen.log" >&2; exit 1; }
-  printf '  node%s.key: %s\n' "$i" "$(base64 -w0 <"$dir/node$i.key")"
-  printf '  node%s.pub: %s\n' "$i" "$(base64 -w0 <"$dir/node$i.pub")"
+  printf '  node%s.key: %s\n' "$i" "$(base64 <"$dir/node$i.key" | tr -d "\n")"
+  printf '  node%s.pub: %s\n' "$i" "$(base64 <"$dir/node$i.pub" | tr -d "\n")"
   i=$((i + 1))
 done
