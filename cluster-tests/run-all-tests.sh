@@ -64,6 +64,14 @@ if build release "$top/build-test" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNSRV_FUZZ
   node_stage release-node "$top/build-test/src/nsrvd"
 fi
 
+# The Kubernetes deployment (deploy/helm/nsrvd, deploy/kubernetes): helm lint and template,
+# kubeconform on strict schemas of a current Kubernetes, the plain manifests equal to the
+# chart's output, and the pods' start script run with the release nsrvd (cluster-tests/k8s/run.sh).
+# helm, kubeconform and the schemas come from the Go module proxy, cached in build-test/k8s.
+run_stage k8s-manifests tsv "$res/k8s-manifests.tsv" \
+  ./cluster-tests/k8s/run.sh --out "$top/build-test/k8s" --tsv "$res/k8s-manifests.tsv" \
+  --nsrvd "$top/build-test/src/nsrvd"
+
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build asan "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=OFF \
