@@ -231,12 +231,3 @@ void nsrv_gossip_peer_info(const nsrv_gossip_peer_t *p, nsrv_gossip_peer_info_t 
 /* Totals over all packets, including those from no configured peer. */
 void nsrv_gossip_peers_totals(const nsrv_gossip_peers_t *t, uint64_t *accepted,
                               uint64_t rejected[NSRV_GOSSIP_NREASONS]);
-
-/*
- * The local node's next incarnation: max(stored + 1, now_wall_ms) (stored = 0
- * when path does not exist), written to path (decimal text) atomically and
- * fsync'ed before it is returned, so it survives a crash right after.
- * Returns 0, -EINVAL if the file exists but does not hold one decimal number,
- * or -errno from reading or writing. Blocking: startup only.
- */
-int nsrv_gossip_incarnation_next(const char *path, int64_t now_wall_ms, uint64_t *inc);

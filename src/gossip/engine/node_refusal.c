@@ -8,33 +8,17 @@
  * NSRV_GOSSIP_REFUSAL_HEALTH_MS unless the reason is one that ordinary UDP
  * produces (a duplicate, a datagram of a peer's previous life).
  */
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 
 #include "node_int.h"
 
 static bool benign(int reason) {
     return reason == NSRV_GOSSIP_EREPLAY || reason == NSRV_GOSSIP_EOLD_INC;
-}
-
-static void addr_text(const struct sockaddr *sa, char *buf, size_t cap) {
-    char ip[INET6_ADDRSTRLEN] = "?";
-    if (sa && sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof ip);
-        snprintf(buf, cap, "%s:%u", ip, ntohs(s4->sin_port));
-    } else if (sa && sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof ip);
-        snprintf(buf, cap, "[%s]:%u", ip, ntohs(s6->sin6_port));
-    } else {
-        snprintf(buf, cap, "?");
-    }
 }
 
 void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
@@ -57,7 +41,7 @@ void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
         return;
     }
     char who[96], addr[64];
-    addr_text(from, addr, sizeof addr);
+    nsrv_sockaddr_format(from, addr, sizeof addr);
     if (pid)
         snprintf(who, sizeof who, "node %u (%s)", pid, addr);
     else

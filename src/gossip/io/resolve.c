@@ -151,10 +151,6 @@ static void tick_cb(uv_timer_t *t) {
     nsrv__gossip_resolve_due(g, false);
 }
 
-void nsrv__gossip_resolve_kick(nsrv_gossip_t *g) {
-    nsrv__gossip_resolve_due(g, true);
-}
-
 void nsrv__gossip_resolve_init(nsrv_gossip_t *g) {
     uv_timer_init(g->loop, &g->resolve_timer);
     g->resolve_timer.data = g;
