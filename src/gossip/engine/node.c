@@ -467,6 +467,8 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
                                     now_wall, &m, &n->arena, &p);
     if (rc != 0) {
         nsrv__note_refusal(n, d, len, from, rc, false, now_mono);
+        if (rc == NSRV_GOSSIP_ESRC_ADDR)
+            nsrv__resolve_due(n, now_mono, true); /* a named peer may have come back elsewhere */
         return rc;
     }
     uint8_t pid = nsrv_gossip_peer_id(p);

@@ -115,6 +115,13 @@ typedef struct {
     uint64_t gone_at; /* last valid packet before it went silent, or its LEAVE */
 } nsrv__peer_state_t;
 
+/* A pull server connection the I/O layer holds under id (node_conns.c). */
+typedef struct {
+    uint32_t id;
+    uint64_t opened; /* accepted, local mono */
+    bool replied;    /* its request was answered: the reply is being written */
+} nsrv__conn_t;
+
 /* One queued output; its bytes live in the outbox buffer. */
 typedef struct {
     uint8_t kind, peer;
@@ -150,6 +157,15 @@ struct nsrv_gossip_node {
     char ann_ns_host[NSRV_GOSSIP_ANN_HOST_MAX + 1], ann_status_host[NSRV_GOSSIP_ANN_HOST_MAX + 1];
     uint16_t ann_ns_port, ann_status_port;
     char source[16];
+    /* name lookups (node_resolve.c); start_by: the start waits for resolve_waiting
+     * answers until then at most */
+    uint64_t next_resolve, start_by;
+    unsigned resolve_inflight, resolve_waiting;
+    /* pull server connections, oldest first (node_conns.c) */
+    nsrv__conn_t conns[NSRV_GOSSIP_PULL_SRV_MAX];
+    size_t n_conns;
+    uint32_t next_conn_id;
+    uint64_t not_peer_logged_at, not_peer_quiet; /* rate-limited log of non-peer pulls */
 };
 
 /* node.c */
@@ -200,7 +216,24 @@ void nsrv__watch_peer(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint64_t now
 bool nsrv__peer_alive(const nsrv_gossip_node_t *n, const nsrv_gossip_peer_info_t *info,
                       uint64_t now_mono);
 
+/* node_resolve.c */
+/* Starts lookups of the names that are due (kick: a packet or pull connection was just
+ * refused for its source address), within the in-flight cap. */
+void nsrv__resolve_due(nsrv_gossip_node_t *n, uint64_t now, bool kick);
+/* At start: every name looked up; the start waits for them (nsrv__resolve_tick). */
+void nsrv__resolve_begin(nsrv_gossip_node_t *n, uint64_t now_mono);
+/* The resolver's poll; true when the start stops waiting for the names now. */
+bool nsrv__resolve_tick(nsrv_gossip_node_t *n, uint64_t now_mono);
+uint64_t nsrv__resolve_deadline(const nsrv_gossip_node_t *n);
+
+/* node_conns.c */
+/* Closes the connections past their deadline. */
+void nsrv__conns_expire(nsrv_gossip_node_t *n, uint64_t now_mono);
+uint64_t nsrv__conns_deadline(const nsrv_gossip_node_t *n);
+
 /* node_sched.c */
+/* The start itself: start-up pulls, ANNOUNCE, SYNC_REQ, the schedule. */
+void nsrv__start_now(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
 void nsrv__emit(nsrv_gossip_node_t *n, uint8_t kind, uint8_t peer, uint32_t pull_id, const void *d,
                 size_t len);
 void nsrv__random(nsrv_gossip_node_t *n, void *buf, size_t len);
