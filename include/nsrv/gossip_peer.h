@@ -118,6 +118,8 @@ void nsrv_gossip_peer_set_resolve_error(nsrv_gossip_peer_t *p, int err, const ch
 void nsrv_gossip_peer_resolve_started(nsrv_gossip_peer_t *p, uint64_t now_mono_ms);
 void nsrv_gossip_peer_resolve_done(nsrv_gossip_peer_t *p);
 bool nsrv_gossip_peer_resolving(const nsrv_gossip_peer_t *p);
+/* Due at once (a reload asked for every name while the lookups in flight were at their cap). */
+void nsrv_gossip_peer_resolve_soon(nsrv_gossip_peer_t *p);
 /*
  * Whether a named peer's name should be looked up now (rules and periods in
  * nsrv/gossip_timing.h): never looked up (start, or its name changed on reload);

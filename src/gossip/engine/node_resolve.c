@@ -46,9 +46,12 @@ unsigned nsrv_gossip_node_resolve_all(nsrv_gossip_node_t *n, uint64_t now_mono) 
     unsigned started = 0;
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         nsrv_gossip_peer_t *p = nsrv_gossip_peers_at(n->peers, i);
-        if (nsrv_gossip_peer_host(p) && !nsrv_gossip_peer_resolving(p) &&
-            resolve_one(n, p, now_mono))
+        if (!nsrv_gossip_peer_host(p) || nsrv_gossip_peer_resolving(p))
+            continue;
+        if (resolve_one(n, p, now_mono))
             started++;
+        else
+            nsrv_gossip_peer_resolve_soon(p); /* the next answer starts it */
     }
     n->next_resolve = now_mono + NSRV_GOSSIP_RESOLVE_TICK_MS;
     return started;

@@ -301,6 +301,10 @@ void nsrv_gossip_peer_resolve_started(nsrv_gossip_peer_t *p, uint64_t now_mono_m
     p->resolve_at = now_mono_ms;
 }
 
+void nsrv_gossip_peer_resolve_soon(nsrv_gossip_peer_t *p) {
+    p->resolved_once = false;
+}
+
 bool nsrv_gossip_peer_resolving(const nsrv_gossip_peer_t *p) {
     return p->resolving;
 }
