@@ -175,6 +175,13 @@ void nsrv_gossip_node_on_unregister(nsrv_gossip_node_t *n, const char *cluster, 
  */
 size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t *keys,
                                   size_t cap, bool *all, uint64_t now_mono);
+/*
+ * Reload: nsrv_gossip_peers_configure on the engine's table (all or nothing). A peer no
+ * longer listed leaves with its whole record; a pull to it in flight is cancelled
+ * (NSRV_GOSSIP_ACT_PULL_CANCEL). Returns 0 or -EINVAL.
+ */
+int nsrv_gossip_node_configure_peers(nsrv_gossip_node_t *n, const nsrv_gossip_peer_conf_t *confs,
+                                     size_t count);
 /* Ask peer_id for everything (start-up, or a peer's new incarnation). */
 void nsrv_gossip_node_want_all(nsrv_gossip_node_t *n, uint8_t peer_id);
 /*

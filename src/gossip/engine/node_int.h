@@ -19,11 +19,10 @@
 #include "nsrv/route.h"
 #include "nsrv/uthash.h"
 
+#include "peer_state.h"
+
 /* Fresh pulls decode registrations as the newest broker version would send them. */
 #define NSRV__GOSSIP_PULL_BODY_VERSION NSRV_MQ_CURRENT
-
-/* "host:port" or "[v6]:port" of an announced endpoint, with its NUL. */
-#define NSRV__ADDR_TEXT_MAX (NSRV_GOSSIP_ANN_HOST_MAX + 10)
 
 /* What a bkey stands for; learned from our own table or from pulls. */
 typedef struct {
@@ -43,77 +42,12 @@ typedef struct {
     bool for_unconfirmed;  /* the delta being built carries it only to unconfirmed peers */
 } nsrv__ident_t;
 
-/* A registration refused from one peer's pull, by key: not pulled again at
- * this version or an older one until `until` (NSRV_GOSSIP_UNUSABLE_RETRY_MS). */
-typedef struct {
-    uint64_t key;
-    UT_hash_handle hh;
-    nsrv_data_version_t dv;
-    uint64_t until;
-} nsrv__unusable_t;
-
-/* A key waiting to be pulled from one peer. */
-typedef struct {
-    uint64_t key;
-    UT_hash_handle hh;
-    nsrv_data_version_t dv; /* the version the peer reported */
-} nsrv__pend_t;
-
 typedef struct {
     uint64_t bkey;
     nsrv_data_version_t dv;
     uint64_t event_ms;
     uint8_t deltas; /* deltas that carried it (up to 1 + NSRV_GOSSIP_DELTA_REPEATS) */
 } nsrv__tomb_t;
-
-/* The last refusal of gossip claiming one sender (node_refusal.c). */
-typedef struct {
-    uint64_t at, bad_at; /* last refusal; last one that degrades /health */
-    int reason;
-    uint64_t logged_at, quiet; /* rate-limited log line; refusals not logged since */
-    int logged_reason;
-} nsrv__refusal_t;
-
-/* What became of one digest entry from a peer (node_trace.c names them). */
-enum {
-    NSRV__ENTRY_APPLIED,   /* its age was taken */
-    NSRV__ENTRY_UNKNOWN,   /* we hold no such broker: pulled */
-    NSRV__ENTRY_NEWER,     /* the peer has a newer data version: pulled */
-    NSRV__ENTRY_NO_ANCHOR, /* no clock anchor of the peer's incarnation: pulled */
-    NSRV__ENTRY_N
-};
-
-/* Everything the engine keeps about one peer (besides its security state in
- * nsrv_gossip_peer_t, which the peer table owns). */
-typedef struct {
-    /* what to pull from it */
-    nsrv__pend_t *pend;
-    size_t n_pend;
-    bool pend_all;
-    nsrv__unusable_t *unusable;
-    size_t n_unusable;
-    /* digests */
-    bool got_digest;          /* its first digest arrived: no more SYNC_REQ */
-    uint64_t last_sync_reply; /* when we last answered its SYNC_REQ */
-    /* the pull in flight (at most one per peer) */
-    bool pulling, pull_all;
-    uint32_t pull_id;
-    uint64_t pull_sent_at;
-    nsrv_gossip_pull_dec_t *dec;
-    uint64_t last_pull_ok, last_pull_fail;
-    nsrv__refusal_t refused;
-    /* sequence numbers sent and accepted, entries by outcome (node_trace.c) */
-    uint64_t seq_sent, seq_accepted, inc_accepted;
-    uint64_t entries[NSRV__ENTRY_N];
-    /* presence (node_presence.c, proto/gossip.md §5.7, §5.8) */
-    bool announced;         /* an ANNOUNCE came from its current incarnation: it speaks them */
-    uint8_t announces_sent; /* to its current incarnation while it has not announced */
-    char ns_addr[NSRV__ADDR_TEXT_MAX];     /* its NameServer address, "" until announced */
-    char status_addr[NSRV__ADDR_TEXT_MAX]; /* its status endpoint, "" if none */
-    uint64_t left_inc;                     /* the incarnation that said LEAVE; 0 none */
-    bool silent;                           /* logged as silent, not back yet */
-    uint64_t gone_at; /* last valid packet before it went silent, or its LEAVE */
-} nsrv__peer_state_t;
 
 /* A pull server connection the I/O layer holds under id (node_conns.c). */
 typedef struct {
@@ -136,7 +70,6 @@ struct nsrv_gossip_node {
     nsrv_route_t *rt;
     nsrv_gossip_peers_t *peers;
     nsrv__ident_t *idents;
-    nsrv__peer_state_t *ps[256];
     nsrv__tomb_t *tombs;
     size_t n_tombs, cap_tombs;
     nsrv__refusal_t refused_unknown;
@@ -182,8 +115,8 @@ nsrv_gossip_send_opts_t nsrv__send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint
                                         int64_t now_wall);
 
 /* node_pull.c */
-nsrv__peer_state_t *nsrv__ps(nsrv_gossip_node_t *n, uint8_t peer);
-void nsrv__ps_free(nsrv_gossip_node_t *n, uint8_t peer);
+/* The engine's part of a configured peer's record; NULL for an id not configured. */
+nsrv__peer_state_t *nsrv__ps(const nsrv_gossip_node_t *n, uint8_t peer);
 void nsrv__pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
                     const nsrv_data_version_t *dv, uint64_t now);
 /* Starts the pulls that are due (one per peer at a time, back-off, anchor refresh). */

@@ -57,13 +57,17 @@ void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
 /* The most recent non-benign refusal within the health window, or NULL. */
 static const nsrv__refusal_t *worst(const nsrv_gossip_node_t *n, uint64_t now, uint8_t *pid) {
     const nsrv__refusal_t *best = NULL;
-    for (int i = 0; i < 256; i++) {
-        const nsrv__refusal_t *r = i ? (n->ps[i] ? &n->ps[i]->refused : NULL) : &n->refused_unknown;
-        if (!r || !r->bad_at || now - r->bad_at >= NSRV_GOSSIP_REFUSAL_HEALTH_MS)
+    /* "unknown" first, then the peers by id: the first of equals wins */
+    size_t np = nsrv_gossip_peers_count(n->peers);
+    for (size_t k = 0; k <= np; k++) {
+        const nsrv_gossip_peer_t *p = k ? nsrv_gossip_peers_at(n->peers, k - 1) : NULL;
+        const nsrv__refusal_t *r =
+            p ? &nsrv__peer_state((nsrv_gossip_peer_t *)p)->refused : &n->refused_unknown;
+        if (!r->bad_at || now - r->bad_at >= NSRV_GOSSIP_REFUSAL_HEALTH_MS)
             continue;
         if (!best || r->bad_at > best->bad_at) {
             best = r;
-            *pid = (uint8_t)i;
+            *pid = p ? nsrv_gossip_peer_id(p) : 0;
         }
     }
     return best;

@@ -122,9 +122,9 @@ uint64_t nsrv_gossip_node_deadline(const nsrv_gossip_node_t *n) {
     t = NSRV_MIN(t, n->next_pull);
     if (n->next_sync)
         t = NSRV_MIN(t, n->next_sync);
-    for (int i = 0; i < 256; i++) {
-        const nsrv__peer_state_t *ps = n->ps[i];
-        if (ps && ps->pulling)
+    for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
+        const nsrv__peer_state_t *ps = nsrv__peer_state(nsrv_gossip_peers_at(n->peers, i));
+        if (ps->pulling)
             t = NSRV_MIN(t, ps->pull_sent_at + NSRV_GOSSIP_PULL_DEADLINE_MS + 1);
     }
     return t;

@@ -146,7 +146,9 @@ static int apply_config(nsrv_gossip_t *g, const nsrv_config_t *cfg, bool first, 
     if (rc == 0)
         rc = nsrv_gossip_check_own_key(list, (uint8_t)cfg->gossip_node_id,
                                        (uint8_t)cfg->gossip_key_id, pk, err, errlen);
-    if (rc == 0 && (rc = nsrv_gossip_peers_configure(g->peers, list->confs, list->n)) != 0)
+    if (rc == 0 &&
+        (rc = first ? nsrv_gossip_peers_configure(g->peers, list->confs, list->n)
+                    : nsrv_gossip_node_configure_peers(g->node, list->confs, list->n)) != 0)
         snprintf(err, errlen, "gossipPeers/gossipPeerKeys rejected");
     nsrv_free(list);
     if (rc == 0) {

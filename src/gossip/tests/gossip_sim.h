@@ -132,6 +132,7 @@ typedef struct gs_sim {
     /* pull server connections each engine closed (NSRV_GOSSIP_ACT_CLOSE), and the last one */
     uint64_t conns_closed[GS_MAX_NODES + 1];
     uint32_t conn_closed_last[GS_MAX_NODES + 1];
+    uint64_t pulls_cancelled[GS_MAX_NODES + 1]; /* NSRV_GOSSIP_ACT_PULL_CANCEL */
     /* queue */
     gs_msg_t *q;
     size_t nq, qcap;
@@ -399,9 +400,9 @@ static inline void gs_drain(gs_sim_t *s, uint8_t id) {
                 m.at = s->now + gs_delay(s);
                 gs_push(s, &m);
             }
-        }
-        /* NSRV_GOSSIP_ACT_PULL_CANCEL: the connection is closed; legs still
-         * queued reach an engine that no longer waits for them. */
+        } else if (a.kind == NSRV_GOSSIP_ACT_PULL_CANCEL)
+            s->pulls_cancelled[id]++; /* closed: legs still queued reach an engine that no
+                                         longer waits for them */
     }
 }
 
