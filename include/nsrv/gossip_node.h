@@ -4,9 +4,10 @@
  * they tell it (proto/gossip.md §5, §7, §9.4), and when: every timing rule
  * (nsrv/gossip_timing.h) is decided here. A sans-I/O state machine: no
  * sockets, no clocks and no timers of its own. The I/O layer (transport.c,
- * or the simulator in the tests) passes datagrams, pull replies and the time
- * in, carries out the actions the engine emits, and wakes it at the one
- * deadline it names. Loop thread only.
+ * or the simulator in the tests) passes datagrams, pull replies, answers of
+ * name lookups, accepted pull connections and the time in, carries out the
+ * actions the engine emits, and wakes it at the one deadline it names. Loop
+ * thread only.
  *
  * Rules it keeps (the product, pinned by tests):
  *  - digests carry only this node's direct observations, aged from its last
@@ -63,8 +64,9 @@ void nsrv_gossip_node_set_key(nsrv_gossip_node_t *n, uint8_t key_id, const uint8
  * ---- The sans-I/O interface (what transport.c and the simulator use) ----
  *
  * Inputs: nsrv_gossip_node_start, nsrv_gossip_node_on_dgram,
- * nsrv_gossip_node_pull_data / _pull_failed, nsrv_gossip_node_tick (the
- * time). After each input, drain the outputs with nsrv_gossip_node_poll and
+ * nsrv_gossip_node_pull_data / _pull_failed, nsrv_gossip_node_resolved,
+ * nsrv_gossip_node_pull_conn_open / _request / _closed, nsrv_gossip_node_tick
+ * (the time). After each input, drain the outputs with nsrv_gossip_node_poll and
  * arm one timer for nsrv_gossip_node_deadline.
  */
 typedef enum {

@@ -114,7 +114,7 @@ int nsrv_gossip_peer_set_resolved(nsrv_gossip_peer_t *p, const struct sockaddr *
 /* A failed resolution (err: nonzero error code, name: its static name, for status): the
  * last address stays. */
 void nsrv_gossip_peer_set_resolve_error(nsrv_gossip_peer_t *p, int err, const char *name);
-/* The I/O layer started / finished a lookup of the peer's name. */
+/* A lookup of the peer's name started / finished (the engine's, node_resolve.c). */
 void nsrv_gossip_peer_resolve_started(nsrv_gossip_peer_t *p, uint64_t now_mono_ms);
 void nsrv_gossip_peer_resolve_done(nsrv_gossip_peer_t *p);
 bool nsrv_gossip_peer_resolving(const nsrv_gossip_peer_t *p);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine's state, shared by its parts: node.c (digests out, reports in,
- * status), node_pull.c (what to pull, pulls made and served) and
- * node_sched.c (the clock: what is due when, and the outbox of actions).
+ * status), node_pull.c (what to pull, pulls made and served), node_sched.c
+ * (the clock: what is due when, and the outbox of actions), node_resolve.c
+ * (name lookups), node_conns.c (pull server connections), node_presence.c,
+ * node_refusal.c and node_trace.c. Per-peer state is in peer_state.h.
  */
 #pragma once
 

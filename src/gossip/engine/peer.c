@@ -37,7 +37,7 @@ struct nsrv_gossip_peer {
     uint8_t node_id;
     struct sockaddr_storage addr; /* AF_UNSPEC while a named peer has never resolved */
     socklen_t addr_len;
-    /* A peer configured by host name: the I/O layer resolves it (resolve.c). */
+    /* A peer configured by host name: looked up when the engine says (node_resolve.c). */
     char host[NSRV_GOSSIP_HOST_MAX + 1]; /* "" for a literal address */
     uint16_t port;
     int resolve_err; /* the last resolution's error; 0 after a success */

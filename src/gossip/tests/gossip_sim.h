@@ -16,7 +16,8 @@
  * With `timers` on, the simulator is the engine's I/O layer, exactly as
  * transport.c is: it wakes each engine at the deadline the engine names
  * (nsrv_gossip_node_deadline -> nsrv_gossip_node_tick), and carries out the
- * actions the engine emits (datagrams, pulls started and abandoned), so the
+ * actions the engine emits (datagrams, pulls started and abandoned, name
+ * lookups answered after resolve_ms, pull server connections closed), so the
  * whole schedule of node_sched.c and node_pull.c (digest periods, SYNC
  * retries, pull batching, back-off, anchor refresh, deadlines) runs under
  * test. Off, the test drives the engines' pieces by hand.
