@@ -86,10 +86,14 @@ if [ -x "$top/build-test/src/nsrvd" ]; then
     ./cluster-tests/cluster/run.sh --nsrvd "$top/build-test/src/nsrvd" --junitxml="$res/cluster.xml"
 fi
 # The gossip networking (UDP receive, TCP pull, state file, SIGHUP reload) under ASan+UBSan.
+# Not the rate measurements (bandwidth, loss tail) nor the wall-clock skew test: libfaketime's
+# constructor deadlocks with the ASan allocator (its dlsym mallocs, ASan's allocator reads the
+# clock through libfaketime's clock_gettime, which is still initialising); a two-line ASan
+# program hangs the same way under it. The release cluster stage runs all three.
 if [ -x "$top/build-asan/src/nsrvd" ]; then
   run_stage cluster-asan junit "$res/cluster-asan.xml" \
     ./cluster-tests/cluster/run.sh --nsrvd "$top/build-asan/src/nsrvd" --junitxml="$res/cluster-asan.xml" \
-    -k "not bandwidth and not loss_tail"
+    -k "not bandwidth and not loss_tail and not wall_clock"
 fi
 
 if [ -x "$top/build-test/src/nsrvd" ]; then

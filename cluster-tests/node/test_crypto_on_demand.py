@@ -1,4 +1,4 @@
-"""OpenSSL only when it is used (docs/benchmarks.md, src/crypto/crypto.h): TLS and the ACL
+"""OpenSSL only when it is used (docs/benchmarks.md, include/nsrv/crypto.h): TLS and the ACL
 signature live in nsrvd-crypto.so, which nsrvd loads at start when TLS needs a certificate
 there or adminAclEnable is on, at the first TLS handshake in the default set-up (permissive,
 test mode's self-signed certificate), and on SIGHUP when the reloaded keys ask for it. A node

@@ -78,7 +78,7 @@ void nsrv_acl_keys_free(nsrv_acl_keys_t **k);
  * "Signature" left out, a repeated key counted once with its last value,
  * then the body bytes)). out gets 28 characters and a NUL. Returns 0, or -1
  * if libcrypto fails or is not loaded (nsrv_acl_create with adminAclEnable
- * loads it; src/crypto/crypto.h).
+ * loads it; include/nsrv/crypto.h).
  */
 int nsrv_acl_signature(const nsrv_cmd_t *req, const char *secret,
                        char out[NSRV_ACL_SIG_B64_LEN + 1]);

@@ -5,7 +5,7 @@
  * from a java.util.Properties file (-c), rendered for GET_NAMESRV_CONFIG and
  * -p, and changed at run time by UPDATE_NAMESRV_CONFIG (proto/requests.md §2.18) under the
  * configBlackList rules. Loop thread only. The key table is
- * src/config/config_keys.def; UPDATE bodies are fuzzed by
+ * include/nsrv/config_keys.def; UPDATE bodies are fuzzed by
  * src/config/fuzz/fuzz_config_update.c.
  */
 #pragma once
@@ -48,7 +48,7 @@
  */
 typedef struct nsrv_config {
 #define NSRV_CFG(name, type, def, field, flags, min, max, check) NSRV__CONFIG_CTYPE_##type field;
-#include "../../src/config/config_keys.def"
+#include "nsrv/config_keys.def"
 #undef NSRV_CFG
     /* Keys from the -c file that no field matches, in file order. They are
      * kept (and rendered) as Java keeps them; UPDATE never changes them. */

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 /*
@@ -39,6 +40,11 @@ int nsrv_fd_write_all(int fd, const void *data, size_t len);
 /* fsync of the directory holding path, so a new name in it survives a crash.
  * Filesystems that cannot fsync a directory count as success. 0 or -errno. */
 int nsrv_file_sync_dir_of(const char *path);
+
+/* The names of a user and a group for a message to a person: each id's name, or the id in
+ * decimal where the system has no name for it. */
+void nsrv_file_owner_names(uid_t uid, gid_t gid, char *user, size_t user_cap, char *group,
+                           size_t group_cap);
 
 /* Test hook: when set, nsrv_file_write_atomic calls it after the temp file is
  * written and synced, before the rename; a non-zero return aborts the write

@@ -15,8 +15,6 @@
 #define NSRV_MQ_V4_9_7 407
 /* Compressed RegisterBrokerBody: at or above this, it carries a topic-queue-mapping section. */
 #define NSRV_MQ_V5_0_0 413
-/* Clients newer than this understand GO_AWAY (nsrvd does not send it). */
-#define NSRV_MQ_V5_3_1 475
 /* CURRENT_VERSION of the 5.x line nsrvd follows. */
 #define NSRV_MQ_V5_3_3 479
 

@@ -165,6 +165,3 @@ void nsrv_processor_config_changed(nsrv_processor_t *p);
 /* Installs the access policy (allow lists, signatures, the UPDATE switch),
  * taking ownership; the previous one is destroyed. NULL: everything open. */
 void nsrv_processor_set_acl(nsrv_processor_t *p, nsrv_acl_t *acl);
-
-/* Fills *resp with GO_AWAY ("please go away") for req. */
-void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp);

@@ -108,6 +108,39 @@ typedef struct {
  */
 int nsrv_frame_peek(const uint8_t *p, size_t len, size_t max_frame, size_t *frame_len);
 
+/* The longest topic nsrv_route_query_peek takes (RocketMQ's own limit is 127 characters); a
+ * longer one goes the generic way, which answers it the same. */
+#define NSRV_ROUTE_QUERY_TOPIC_MAX 255
+
+/* What a route query of the common shape carries. */
+typedef struct {
+    int32_t version;
+    int32_t opaque;
+    uint8_t ser_type;     /* NSRV_SER_JSON or NSRV_SER_ROCKETMQ */
+    const uint8_t *topic; /* into the frame, not NUL-terminated; printable ASCII */
+    size_t topic_len;     /* 1..NSRV_ROUTE_QUERY_TOPIC_MAX */
+} nsrv_route_query_t;
+
+/**
+ * Reads a whole frame (as found by nsrv_frame_peek) in place when it is a
+ * GET_ROUTEINFO_BY_TOPIC request of the shape Java, Go and nsrvd's tools send:
+ * no body, flag 0, no remark, one ext field "topic" (src/remoting/route_query.c
+ * lists the shapes). Whatever it takes, nsrv_cmd_decode reads as the same
+ * opaque, version, serialize type and topic with no other field set.
+ * @return true with *out filled; false (out undefined) for any other frame,
+ *         which nsrv_cmd_decode then handles.
+ */
+bool nsrv_route_query_peek(const uint8_t *frame, size_t frame_len, nsrv_route_query_t *out);
+
+/* Sets the two length words of a frame head[0..head_len) that body_len bytes of body will
+ * follow: the frame length and the serialize type with the header length (proto/remoting.md
+ * §2). */
+static inline void nsrv_frame_set_lengths(uint8_t *head, size_t head_len, size_t body_len,
+                                          uint8_t ser_type) {
+    nsrv_store_be32(head, (uint32_t)(head_len - 4 + body_len));
+    nsrv_store_be32(head + 4, (uint32_t)ser_type << 24 | (uint32_t)(head_len - 8));
+}
+
 /**
  * Decodes one whole frame (its 4-byte length included, as found by
  * nsrv_frame_peek).

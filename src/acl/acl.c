@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../crypto/crypto.h"
+#include "nsrv/crypto.h"
 
 #include "nsrv/acl.h"
 #include "nsrv/alloc.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "../crypto/crypto.h"
+#include "nsrv/crypto.h"
 #include "nsrv/acl.h"
 #include "nsrv/alloc.h"
 

@@ -9,7 +9,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,11 +81,16 @@ static int make_dirs(const char *dir) {
     return rc;
 }
 
-int nsrv_file_make_parent_dirs(const char *path) {
+/* op(the directory holding path): the directory's name is a copy the caller need not free. */
+static int on_dir_of(const char *path, int (*op)(const char *dir)) {
     char *dir = dir_of(path);
-    int rc = make_dirs(dir);
+    int rc = op(dir);
     nsrv_free(dir);
     return rc;
+}
+
+int nsrv_file_make_parent_dirs(const char *path) {
+    return on_dir_of(path, make_dirs);
 }
 
 /* read(2) retried on EINTR: bytes read, 0 at end of file, or -errno. */
@@ -152,10 +159,22 @@ static int fsync_dir(const char *dir) {
 }
 
 int nsrv_file_sync_dir_of(const char *path) {
-    char *dir = dir_of(path);
-    int rc = fsync_dir(dir);
-    nsrv_free(dir);
-    return rc;
+    return on_dir_of(path, fsync_dir);
+}
+
+static void name_or_id(const char *name, unsigned id, char *out, size_t cap) {
+    if (name)
+        snprintf(out, cap, "%s", name);
+    else
+        snprintf(out, cap, "%u", id);
+}
+
+void nsrv_file_owner_names(uid_t uid, gid_t gid, char *user, size_t user_cap, char *group,
+                           size_t group_cap) {
+    const struct passwd *pw = getpwuid(uid);
+    name_or_id(pw ? pw->pw_name : NULL, (unsigned)uid, user, user_cap);
+    const struct group *gr = getgrgid(gid);
+    name_or_id(gr ? gr->gr_name : NULL, (unsigned)gid, group, group_cap);
 }
 
 /* Closes fd, keeping the first error: close() can report a deferred write error. */

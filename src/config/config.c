@@ -70,7 +70,7 @@ static const key_desc_t keys[] = {
      .max = (max_),                                                                                \
      DEF_##type_(def_),                                                                            \
      .check = CHECK_##check_},
-#include "config_keys.def"
+#include "nsrv/config_keys.def"
 #undef NSRV_CFG
 };
 

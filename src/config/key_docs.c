@@ -16,7 +16,7 @@ typedef struct {
 
 static const key_doc_t key_docs[] = {
 #define NSRV_CFG(name_, type_, def_, field_, flags_, min_, max_, check_) {#name_, #type_, #def_},
-#include "config_keys.def"
+#include "nsrv/config_keys.def"
 #undef NSRV_CFG
 };
 

@@ -117,19 +117,27 @@ static void put_reloadable(FILE *f, const char *prefix, const char *open, const 
     fputc('\n', f);
 }
 
+/* The forms --reloadable writes: the list as each file that repeats it holds it. */
+static const struct {
+    const char *form, *lead, *prefix, *open, *close, *sep;
+} reloadable_forms[] = {
+    {"readme",
+     "A SIGHUP (`systemctl reload nsrvd`) applies these keys; a changed key not listed here is\n"
+     "named in one warning and takes effect at the next start:\n",
+     "", "`", "`", ","},
+    {"unit",
+     "# SIGHUP applies these keys (nsrvd(8), SIGNALS); a changed key not listed is named in\n"
+     "# one warning and takes effect at the next start:\n",
+     "#   ", "", "", ""},
+};
+
 static int write_reloadable(FILE *f, const char *form) {
-    if (strcmp(form, "readme") == 0) {
-        fputs("A SIGHUP (`systemctl reload nsrvd`) applies these keys; a changed key not listed "
-              "here is\nnamed in one warning and takes effect at the next start:\n",
-              f);
-        put_reloadable(f, "", "`", "`", ",", 96);
-        return 0;
-    }
-    if (strcmp(form, "unit") == 0) {
-        fputs("# SIGHUP applies these keys (nsrvd(8), SIGNALS); a changed key not listed is named"
-              " in\n# one warning and takes effect at the next start:\n",
-              f);
-        put_reloadable(f, "#   ", "", "", "", 96);
+    for (size_t i = 0; i < sizeof reloadable_forms / sizeof reloadable_forms[0]; i++) {
+        if (strcmp(form, reloadable_forms[i].form) != 0)
+            continue;
+        fputs(reloadable_forms[i].lead, f);
+        put_reloadable(f, reloadable_forms[i].prefix, reloadable_forms[i].open,
+                       reloadable_forms[i].close, reloadable_forms[i].sep, 96);
         return 0;
     }
     return -1;

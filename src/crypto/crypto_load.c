@@ -6,7 +6,7 @@
  * <dir of nsrvd>/../lib/nsrvd/nsrvd-crypto.so when installed (/usr/bin/nsrvd,
  * /usr/lib/nsrvd/). The module resolves nsrvd's own helpers (allocation,
  * buffers, properties) from the executable, which exports just those
- * (crypto/host_exports.list).
+ * (host_exports.list, read from the module at build time: src/crypto/CMakeLists.txt).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crypto.h"
+#include "nsrv/crypto.h"
 #include "nsrv/config.h"
 
 static const nsrv_crypto_api_t *installed;

@@ -90,12 +90,6 @@ void nsrv_proc_init_response(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
     nsrv_cmd_init_response(resp, req, NSRV_RESP_SUCCESS);
 }
 
-void nsrv_processor_go_away(const nsrv_cmd_t *req, nsrv_cmd_t *resp) {
-    nsrv_proc_init_response(req, resp);
-    resp->code = NSRV_RESP_GO_AWAY;
-    resp->remark = NSRV_STR_LIT("please go away");
-}
-
 void nsrv_processor_prep_limits(const nsrv_processor_t *p, nsrv_prep_limits_t *out) {
     out->reg.max_topics = (size_t)p->cfg->register_max_topics;
     out->reg.max_decoded_bytes = (size_t)p->cfg->register_max_decoded_bytes;

@@ -9,7 +9,7 @@
 #include "nsrv/common.h"
 #include "nsrv/hash.h"
 
-#include "check_fail.h"
+#include "route_check.h"
 
 enum { MIN_CAP = 16 };
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "route_int.h"
-#include "check_fail.h"
+#include "route_check.h"
 
 static uint64_t deadline(const rt_live_t *l) {
     uint64_t t = (uint64_t)l->timeout_ms;

@@ -8,7 +8,7 @@
  * back-pressure, output caps and idle timeouts count ciphertext on the socket.
  * A graceful close sends close_notify after the last reply.
  *
- * OpenSSL is reached through nsrvd-crypto.so (src/crypto/crypto.h), loaded at
+ * OpenSSL is reached through nsrvd-crypto.so (include/nsrv/crypto.h), loaded at
  * start when TLS needs a certificate there, and not before the first TLS
  * handshake in the default set-up (permissive, test mode, no certificate
  * configured), so a node that only ever serves plaintext never maps libssl and
@@ -19,12 +19,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../crypto/crypto.h"
+#include "nsrv/crypto.h"
 #include "nsrv/buf.h"
 #include "nsrv/config.h"
 #include "nsrv/log.h"
 #include "server_int.h"
-#include "tls.h"
+#include "nsrv/tls.h"
 
 /* Replies are encrypted and handed to the socket in pieces of this size, so a large
  * reply never sits twice in memory as a whole. */

@@ -7,15 +7,14 @@
 #include "nsrv/keygen_cli.h"
 
 #include <errno.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nsrv/fileio.h"
 #include "nsrv/seal.h"
 #include "nsrv/text.h"
 
@@ -50,22 +49,6 @@ static void dir_of(const char *path, char *out, size_t cap) {
         snprintf(out, cap, "/");
     else
         snprintf(out, cap, "%.*s", (int)(slash - path), path);
-}
-
-static void name_of_user(uid_t uid, char *out, size_t cap) {
-    const struct passwd *pw = getpwuid(uid);
-    if (pw && pw->pw_name)
-        snprintf(out, cap, "%s", pw->pw_name);
-    else
-        snprintf(out, cap, "%u", (unsigned)uid);
-}
-
-static void name_of_group(gid_t gid, char *out, size_t cap) {
-    const struct group *gr = getgrgid(gid);
-    if (gr && gr->gr_name)
-        snprintf(out, cap, "%s", gr->gr_name);
-    else
-        snprintf(out, cap, "%u", (unsigned)gid);
 }
 
 int nsrv_keygen_cli(int argc, char **argv) {
@@ -129,8 +112,7 @@ int nsrv_keygen_cli(int argc, char **argv) {
         st.st_uid = geteuid();
         st.st_gid = getegid();
     }
-    name_of_user(st.st_uid, user, sizeof user);
-    name_of_group(st.st_gid, grp, sizeof grp);
+    nsrv_file_owner_names(st.st_uid, st.st_gid, user, sizeof user, grp, sizeof grp);
     fprintf(stderr,
             "nsrvd keygen: wrote node %u's secret key to %s (mode 0600, owner %s:%s%s%s)\n"
             "  this node's configuration: gossipNodeId=%u gossipKeyId=%u "

@@ -2,7 +2,7 @@
 /* The ACL tests' group setup: OpenSSL linked in, as nsrvd would load it from nsrvd-crypto.so. */
 #pragma once
 
-#include "../../crypto/crypto_module.h"
+#include "nsrv/crypto.h"
 
 static inline int use_linked_crypto(void **state) {
     (void)state;

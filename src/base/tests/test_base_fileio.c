@@ -270,6 +270,18 @@ static void test_write_iov_rope_pieces_in_order(void **state) {
     free(big);
 }
 
+/* Ids name themselves where the system has no name: the message still says who owns a file. */
+static void test_owner_names(void **state) {
+    (void)state;
+    char user[64], group[64];
+    nsrv_file_owner_names(0, 0, user, sizeof user, group, sizeof group);
+    assert_string_equal(user, "root");
+    assert_string_equal(group, "root");
+    nsrv_file_owner_names(3999999, 3999998, user, sizeof user, group, sizeof group);
+    assert_string_equal(user, "3999999");
+    assert_string_equal(group, "3999998");
+}
+
 NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_write_new_file),
                NSRV_FIXTURE_TEST(test_write_iov_rope_pieces_in_order),
                NSRV_FIXTURE_TEST(test_overwrite_keeps_bak), NSRV_FIXTURE_TEST(test_write_empty),
@@ -278,4 +290,5 @@ NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_write_new_file),
                NSRV_FIXTURE_TEST(test_parent_dirs_created), NSRV_FIXTURE_TEST(test_relative_path),
                NSRV_FIXTURE_TEST(test_unwritable_parent_fails),
                NSRV_FIXTURE_TEST(test_read_all_caps),
-               NSRV_FIXTURE_TEST(test_read_all_large_and_unsized))
+               NSRV_FIXTURE_TEST(test_read_all_large_and_unsized),
+               cmocka_unit_test(test_owner_names))

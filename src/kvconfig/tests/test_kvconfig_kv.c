@@ -24,6 +24,20 @@ static nsrv_kv_t *kv_new(void) {
     return nsrv_kv_create(NULL);
 }
 
+/* The per-test fixture: an empty table without a file. */
+static int kv_setup(void **state) {
+    *state = kv_new();
+    return 0;
+}
+
+static int kv_teardown(void **state) {
+    nsrv_kv_t *kv = *state;
+    nsrv_kv_destroy(&kv);
+    return 0;
+}
+
+#define KV_TEST(fn) cmocka_unit_test_setup_teardown(fn, kv_setup, kv_teardown)
+
 /* Asserts that the whole-file encoding equals text. */
 static void assert_file_text(const nsrv_kv_t *kv, const char *text) {
     nsrv_buf_t b = NSRV_BUF_INIT;
@@ -76,8 +90,7 @@ static void test_put_get_delete(void **state) {
 }
 
 static void test_null_arguments(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     uint64_t g = nsrv_kv_generation(kv);
     assert_int_equal(nsrv_kv_put(kv, NULL, "k", "v"), -EINVAL);
     assert_int_equal(nsrv_kv_put(kv, "NS", NULL, "v"), -EINVAL);
@@ -91,12 +104,10 @@ static void test_null_arguments(void **state) {
     nsrv_buf_t b = NSRV_BUF_INIT;
     assert_false(nsrv_kv_encode_namespace(kv, NULL, &b));
     assert_int_equal(b.len, 0);
-    nsrv_kv_destroy(&kv);
 }
 
 static void test_null_value(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     /* Java stores null: the namespace is created, the key reads as absent and is not written. */
     assert_int_equal(nsrv_kv_put(kv, "NS", "k", NULL), 0);
     assert_true(nsrv_kv_has_namespace(kv, "NS"));
@@ -112,12 +123,10 @@ static void test_null_value(void **state) {
     assert_file_text(kv, "{\"configTable\":{\"NS\":{\"k\":\"x\",\"a\":\"1\"}}}");
     assert_int_equal(nsrv_kv_put(kv, "NS", "k", NULL), 0);
     assert_file_text(kv, "{\"configTable\":{\"NS\":{\"a\":\"1\"}}}");
-    nsrv_kv_destroy(&kv);
 }
 
 static void test_file_encoding_exact(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     assert_file_text(kv, "{\"configTable\":{}}");
     assert_int_equal(nsrv_kv_put(kv, NSRV_KV_NS_ORDER_TOPIC, "TopicTest", "broker-a:4;broker-b:4"),
                      0);
@@ -133,22 +142,18 @@ static void test_file_encoding_exact(void **state) {
     assert_int_equal(nsrv_kv_delete(kv, "SOME_NS", "k"), 0);
     assert_file_text(kv, "{\"configTable\":{\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":\"broker-a:2\","
                          "\"T2\":\"broker-a:8\"},\"SOME_NS\":{}}}");
-    nsrv_kv_destroy(&kv);
 }
 
 static void test_escaping(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     /* fastjson default mode: raw UTF-8, '/' unescaped, short escapes, \u00XX for controls. */
     assert_int_equal(nsrv_kv_put(kv, "命名空间", "q\"b\\s/", "l1\nl2\t\x01\xE4\xB8\xAD"), 0);
     assert_file_text(kv, "{\"configTable\":{\"命名空间\":{\"q\\\"b\\\\s/\":"
                          "\"l1\\nl2\\t\\u0001\xE4\xB8\xAD\"}}}");
-    nsrv_kv_destroy(&kv);
 }
 
 static void test_encode_namespace(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     nsrv_buf_t b = NSRV_BUF_INIT;
     nsrv_buf_append_c(&b, "prefix:");
     assert_false(nsrv_kv_encode_namespace(kv, NSRV_KV_NS_ORDER_TOPIC, &b));
@@ -165,12 +170,10 @@ static void test_encode_namespace(void **state) {
     assert_true(nsrv_kv_encode_namespace(kv, NSRV_KV_NS_ORDER_TOPIC, &b));
     assert_string_equal(b.data, "{\"table\":{}}");
     nsrv_buf_deinit(&b);
-    nsrv_kv_destroy(&kv);
 }
 
 static void test_generation(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     uint64_t g0 = nsrv_kv_generation(kv);
     assert_int_equal(nsrv_kv_put(kv, "NS", "k", "v"), 0);
     uint64_t g1 = nsrv_kv_generation(kv);
@@ -186,7 +189,6 @@ static void test_generation(void **state) {
     assert_true(g3 > g2);
     assert_int_equal(load_text(kv, "{\"configTable\":{\"A\":{\"x\":\"y\"}}}"), 0);
     assert_true(nsrv_kv_generation(kv) > g3);
-    nsrv_kv_destroy(&kv);
 }
 
 /* A file as a Java NameServer (fastjson default) writes it, in hash order, with escapes. */
@@ -198,8 +200,7 @@ static const char java_file[] =
     "\"EMPTY_NS\":{}}}";
 
 static void test_load_java_file(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     assert_int_equal(load_text(kv, java_file), 0);
     assert_string_equal(nsrv_kv_get(kv, NSRV_KV_NS_ORDER_TOPIC, "TopicTest"),
                         "broker-a:4;broker-b:4");
@@ -217,7 +218,6 @@ static void test_load_java_file(void **state) {
             "\"ctl\":\"\\u0001\\u001F\",\"url\":\"http://h/p\",\"zh\":\"中文\",\"esc\":\"中文\","
             "\"emoji\":\"\xF0\x9F\x98\x80\"},\"ORDER_TOPIC_CONFIG\":{\"TopicTest\":"
             "\"broker-a:4;broker-b:4\"},\"EMPTY_NS\":{}}}");
-    nsrv_kv_destroy(&kv);
 }
 
 static void test_load_lenient(void **state) {
@@ -274,13 +274,11 @@ static void test_load_merge_and_duplicates(void **state) {
 }
 
 static void test_load_embedded_nul(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     assert_int_equal(load_text(kv, "{\"configTable\":{\"N\":{\"a\\u0000b\":\"x\\u0000y\"}}}"), 0);
     /* Kept exactly and written back; a C-string lookup stops at the NUL. */
     assert_file_text(kv, "{\"configTable\":{\"N\":{\"a\\u0000b\":\"x\\u0000y\"}}}");
     assert_null(nsrv_kv_get(kv, "N", "a"));
-    nsrv_kv_destroy(&kv);
 }
 
 static void test_load_rejects(void **state) {
@@ -322,8 +320,7 @@ static void test_load_rejects(void **state) {
 }
 
 static void test_encode_reload_roundtrip(void **state) {
-    (void)state;
-    nsrv_kv_t *kv = kv_new();
+    nsrv_kv_t *kv = *state;
     assert_int_equal(nsrv_kv_put(kv, "A", "k1", "v1"), 0);
     assert_int_equal(nsrv_kv_put(kv, "A", "k\"2", "v\n2"), 0);
     assert_int_equal(nsrv_kv_put(kv, "B\xE2\x80\xA8", "\x7F", "\xFF\xFE"), 0);
@@ -342,15 +339,12 @@ static void test_encode_reload_roundtrip(void **state) {
     assert_true(nsrv_kv_has_namespace(kv2, "EMPTY"));
     nsrv_buf_deinit(&b1);
     nsrv_buf_deinit(&b2);
-    nsrv_kv_destroy(&kv);
     nsrv_kv_destroy(&kv2);
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_put_get_delete),
-               cmocka_unit_test(test_null_arguments), cmocka_unit_test(test_null_value),
-               cmocka_unit_test(test_file_encoding_exact), cmocka_unit_test(test_escaping),
-               cmocka_unit_test(test_encode_namespace), cmocka_unit_test(test_generation),
-               cmocka_unit_test(test_load_java_file), cmocka_unit_test(test_load_lenient),
-               cmocka_unit_test(test_load_merge_and_duplicates),
-               cmocka_unit_test(test_load_embedded_nul), cmocka_unit_test(test_load_rejects),
-               cmocka_unit_test(test_encode_reload_roundtrip))
+NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_put_get_delete), KV_TEST(test_null_arguments),
+               KV_TEST(test_null_value), KV_TEST(test_file_encoding_exact), KV_TEST(test_escaping),
+               KV_TEST(test_encode_namespace), KV_TEST(test_generation),
+               KV_TEST(test_load_java_file), cmocka_unit_test(test_load_lenient),
+               cmocka_unit_test(test_load_merge_and_duplicates), KV_TEST(test_load_embedded_nul),
+               cmocka_unit_test(test_load_rejects), KV_TEST(test_encode_reload_roundtrip))

@@ -109,6 +109,13 @@ typedef struct {
     const char *path;
 } log_t;
 
+/* n requests are done, the last with rc, having seen the file hold seen. */
+static void assert_last_done(const log_t *log, size_t n, int rc, const char *seen) {
+    assert_int_equal(log->n, n);
+    assert_int_equal(log->rc[n - 1], rc);
+    assert_string_equal(log->seen[n - 1], seen);
+}
+
 typedef struct {
     log_t *log;
     int id;
@@ -126,6 +133,14 @@ static void on_done(void *ud, int rc) {
 }
 
 /* Starts the first write and waits until the writer thread is inside it. */
+/* The model's file, and n requests for it (ids 0..n-1) that record their outcome in log. */
+static nsrv_wfile_t *model_file(fixture_t *f, log_t *log, req_t *reqs, int n) {
+    *log = (log_t){.path = f->path};
+    for (int i = 0; i < n; i++)
+        reqs[i] = (req_t){log, i};
+    return nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
+}
+
 static void start_blocked_write(fixture_t *f, nsrv_wfile_t *wf, req_t *r) {
     atomic_store(&hook_mode, 1);
     nsrv_writer_request(wf, on_done, r);
@@ -135,11 +150,9 @@ static void start_blocked_write(fixture_t *f, nsrv_wfile_t *wf, req_t *r) {
 
 static void test_burst_during_a_write_is_one_more_write(void **state) {
     fixture_t *f = *state;
-    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
-    log_t log = {.path = f->path};
+    log_t log;
     req_t reqs[11];
-    for (int i = 0; i < 11; i++)
-        reqs[i] = (req_t){&log, i};
+    nsrv_wfile_t *wf = model_file(f, &log, reqs, 11);
 
     f->model.version = 1;
     start_blocked_write(f, wf, &reqs[0]);
@@ -210,18 +223,14 @@ static void test_no_callback_before_the_data_is_on_disk(void **state) {
     assert_null(nsrv_test_read_file(f->path));
     uv_sem_post(&hook_release);
     nsrv_writer_drain(f->w);
-    assert_int_equal(log.n, 1);
-    assert_int_equal(log.rc[0], 0);
-    assert_string_equal(log.seen[0], "v7");
+    assert_last_done(&log, 1, 0, "v7");
 }
 
 static void test_failure_reaches_every_request_of_the_write(void **state) {
     fixture_t *f = *state;
-    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_model, &f->model);
-    log_t log = {.path = f->path};
+    log_t log;
     req_t reqs[4];
-    for (int i = 0; i < 4; i++)
-        reqs[i] = (req_t){&log, i};
+    nsrv_wfile_t *wf = model_file(f, &log, reqs, 4);
     atomic_store(&hook_mode, 2);
     f->model.version = 1;
     for (int i = 0; i < 3; i++)
@@ -234,9 +243,7 @@ static void test_failure_reaches_every_request_of_the_write(void **state) {
     /* The next request writes again, and succeeds. */
     nsrv_writer_request(wf, on_done, &reqs[3]);
     nsrv_writer_drain(f->w);
-    assert_int_equal(log.n, 4);
-    assert_int_equal(log.rc[3], 0);
-    assert_string_equal(log.seen[3], "v1");
+    assert_last_done(&log, 4, 0, "v1");
 }
 
 /* settle: records each outcome; a failure puts the model back to what the file holds. */
@@ -298,9 +305,7 @@ static void test_failure_settles_and_fails_requests_made_during_it(void **state)
     f->model.version = 5;
     nsrv_writer_request(wf, on_done, &reqs[3]);
     nsrv_writer_drain(f->w);
-    assert_int_equal(log.n, 4);
-    assert_int_equal(log.rc[3], 0);
-    assert_string_equal(log.seen[3], "v5");
+    assert_last_done(&log, 4, 0, "v5");
 }
 
 static void test_unwritable_path_reports_errno(void **state) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The route query's fast path against the generic path (include/nsrv/processor.h,
- * nsrv_processor_route_fast), for tests/test_route_fast.c and fuzz/fuzz_route_fast.c.
+ * nsrv_processor_route_fast), for tests/test_processor_route_fast.c and fuzz/fuzz_route_fast.c.
  * Two processors over two route tables built alike: each frame runs through the fast
  * path on one and through the generic decode and handler on the other, and what a
  * server would send (the reply's bytes, or none) and the route tables' counters must

@@ -81,7 +81,7 @@ static void test_json_defaults(void **state) {
 
     assert_int_equal(
         decode_json("{\"code\":106,\"flag\":0,\"language\":\"JAVA\",\"version\":479}", &c), 0);
-    assert_int_equal(c.code, 106);
+    assert_int_equal(c.code, NSRV_REQ_GET_BROKER_CLUSTER_INFO);
     assert_int_equal(c.opaque, 0);
 }
 
@@ -96,7 +96,7 @@ static void test_json_any_order_unknown_keys(void **state) {
                      0);
     assert_int_equal(c.version, 401);
     assert_int_equal(c.opaque, -5);
-    assert_int_equal(c.code, 105);
+    assert_int_equal(c.code, NSRV_REQ_GET_ROUTEINFO_BY_TOPIC);
     assert_int_equal(c.flag, 3);
     assert_true(nsrv_cmd_is_response(&c));
     assert_true(nsrv_cmd_is_oneway(&c));
@@ -147,7 +147,7 @@ static void test_json_int_fields_lenient(void **state) {
                                  "\"version\":\"479\"}",
                                  &c),
                      0);
-    assert_int_equal(c.code, 105);
+    assert_int_equal(c.code, NSRV_REQ_GET_ROUTEINFO_BY_TOPIC);
     assert_int_equal(c.opaque, -7);
     assert_int_equal(c.flag, 1);
     assert_int_equal(c.version, 479);
@@ -228,7 +228,7 @@ static void test_json_ext_values(void **state) {
     assert_str(nsrv_cmd_ext(&c, "k"), "2");
     /* Lenient syntax fastjson also reads: bare keys. */
     assert_int_equal(decode_json("{code:105,extFields:{0:\"zero\"}}", &c), 0);
-    assert_int_equal(c.code, 105);
+    assert_int_equal(c.code, NSRV_REQ_GET_ROUTEINFO_BY_TOPIC);
     assert_str(nsrv_cmd_ext(&c, "0"), "zero");
 }
 
@@ -332,6 +332,12 @@ static void put_entry(nsrv_buf_t *b, const char *k, const char *v) {
     nsrv_buf_append_c(b, v);
 }
 
+/* The ext map m as the header's last part: its length, then its entries. */
+static void put_map(nsrv_buf_t *h, const nsrv_buf_t *m) {
+    nsrv_buf_append_be32(h, (uint32_t)m->len);
+    nsrv_buf_append(h, m->data, m->len);
+}
+
 static void test_bin_fields(void **state) {
     (void)state;
     nsrv_buf_t h = NSRV_BUF_INIT;
@@ -343,8 +349,7 @@ static void test_bin_fields(void **state) {
     put_entry(&m, "", "dropped: empty key");
     put_entry(&m, "empty", "");
     put_entry(&m, "b", "\xe4\xb8\xad");
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     nsrv_cmd_t c;
     assert_int_equal(decode_bin(&h, &c), 0);
     assert_int_equal(c.ser_type, NSRV_SER_ROCKETMQ);
@@ -388,14 +393,13 @@ static void test_bin_fields(void **state) {
 static void test_strings_valid_utf8_and_nul_found(void **state) {
     (void)state;
     nsrv_buf_t h = NSRV_BUF_INIT;
-    put_fixed(&h, (bin_fixed_t){105, 0, 479, 1, 0});
+    put_fixed(&h, (bin_fixed_t){NSRV_REQ_GET_ROUTEINFO_BY_TOPIC, 0, 479, 1, 0});
     nsrv_buf_append_be32(&h, 2);
     nsrv_buf_append(&h, "r\xff", 2);
     nsrv_buf_t m = NSRV_BUF_INIT;
     put_entry(&m, "topic", "T\xff\xfe");
     put_entry(&m, "k\xf0\x9f\x98", "\xed\xa0\x80");
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     nsrv_cmd_t c;
     assert_int_equal(decode_bin(&h, &c), 0);
     assert_str(c.remark, "r\xef\xbf\xbd");
@@ -406,15 +410,14 @@ static void test_strings_valid_utf8_and_nul_found(void **state) {
     /* A raw NUL in a binary value, and a \u0000 in a JSON one. */
     nsrv_buf_reset(&h);
     nsrv_buf_reset(&m);
-    put_fixed(&h, (bin_fixed_t){100, 0, 479, 1, 0});
+    put_fixed(&h, (bin_fixed_t){NSRV_REQ_PUT_KV_CONFIG, 0, 479, 1, 0});
     nsrv_buf_append_be32(&h, 0);
     put_entry(&m, "namespace", "NS");
     nsrv_buf_append_be16(&m, 3);
     nsrv_buf_append(&m, "key", 3);
     nsrv_buf_append_be32(&m, 8);
     nsrv_buf_append(&m, "victim\0x", 8);
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     assert_int_equal(decode_bin(&h, &c), 0);
     const nsrv_ext_field_t *f = nsrv_cmd_find_nul(&c);
     assert_non_null(f);
@@ -440,7 +443,7 @@ static void test_strings_valid_utf8_and_nul_found(void **state) {
 /* Decodes one binary entry key=val (lengths given: they may hold NULs). */
 static int decode_bin_entry(const char *k, size_t klen, const char *v, size_t vlen, nsrv_cmd_t *c) {
     nsrv_buf_t h = NSRV_BUF_INIT;
-    put_fixed(&h, (bin_fixed_t){105, 0, 479, 1, 0});
+    put_fixed(&h, (bin_fixed_t){NSRV_REQ_GET_ROUTEINFO_BY_TOPIC, 0, 479, 1, 0});
     nsrv_buf_append_be32(&h, 0);
     nsrv_buf_append_be32(&h, (uint32_t)(2 + klen + 4 + vlen));
     nsrv_buf_append_be16(&h, (uint16_t)klen);
@@ -485,7 +488,7 @@ static void test_bin_plain_names_fast_path(void **state) {
     /* Many keys: each found with its own value, absent ones (however their
      * bits collide with present ones) not found, the last duplicate wins. */
     nsrv_buf_t h = NSRV_BUF_INIT, m = NSRV_BUF_INIT;
-    put_fixed(&h, (bin_fixed_t){105, 0, 479, 1, 0});
+    put_fixed(&h, (bin_fixed_t){NSRV_REQ_GET_ROUTEINFO_BY_TOPIC, 0, 479, 1, 0});
     nsrv_buf_append_be32(&h, 0);
     char k[16], want[16];
     for (int i = 0; i < 40; i++) {
@@ -494,8 +497,7 @@ static void test_bin_plain_names_fast_path(void **state) {
         put_entry(&m, k, want);
     }
     put_entry(&m, "key7", "last");
-    nsrv_buf_append_be32(&h, (uint32_t)m.len);
-    nsrv_buf_append(&h, m.data, m.len);
+    put_map(&h, &m);
     assert_int_equal(decode_bin(&h, &c), 0);
     assert_true(c.ext_keys != 0);
     for (int i = 0; i < 80; i++) {
@@ -519,7 +521,7 @@ static void test_bin_plain_names_fast_path(void **state) {
 /* Builds a binary header with a raw tail after the fixed 17 bytes. */
 static int decode_bin_tail(const void *tail, size_t tail_len) {
     nsrv_buf_t h = NSRV_BUF_INIT;
-    put_fixed(&h, (bin_fixed_t){105, 0, 479, 1, 0});
+    put_fixed(&h, (bin_fixed_t){NSRV_REQ_GET_ROUTEINFO_BY_TOPIC, 0, 479, 1, 0});
     nsrv_buf_append(&h, tail, tail_len);
     nsrv_cmd_t c;
     int rc = decode_bin(&h, &c);
@@ -681,7 +683,7 @@ static void test_roundtrip_many_ext(void **state) {
     static const uint8_t body[] = {0, 1, 2, 0xff, '{', '}'};
     for (uint8_t type = 0; type < 2; type++) {
         nsrv_cmd_t c = {
-            .code = 103,
+            .code = NSRV_REQ_REGISTER_BROKER,
             .language = NSRV_LANG_CPP,
             .version = 413,
             .opaque = 0x7fffffff,
@@ -830,7 +832,7 @@ static void test_encode_too_big(void **state) {
 
 static void test_init_response(void **state) {
     (void)state;
-    nsrv_cmd_t req = {.code = 105,
+    nsrv_cmd_t req = {.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
                       .language = NSRV_LANG_GO,
                       .version = 300,
                       .opaque = 77,

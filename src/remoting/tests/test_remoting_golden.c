@@ -52,6 +52,30 @@ static void assert_str(nsrv_str_t s, const char *want) {
     assert_int_equal(s.ptr[s.len], '\0');
 }
 
+/* Decodes a whole vector into c, its strings in arena (which this initialises). */
+static void decode_vector(const blob_t *v, nsrv_arena_t *arena, nsrv_cmd_t *c) {
+    nsrv_arena_init(arena, 0);
+    assert_int_equal(nsrv_cmd_decode(v->data, v->len, arena, c), 0);
+}
+
+/* The fixed header fields of a decoded command against want's, named where they differ. */
+static void assert_header(const nsrv_cmd_t *c, const nsrv_cmd_t *want) {
+    static const char *const names[] = {"ser_type", "code",   "language",
+                                        "version",  "opaque", "flag"};
+    const long long got[] = {c->ser_type, c->code, c->language, c->version, c->opaque, c->flag};
+    const long long exp[] = {want->ser_type, want->code,   want->language,
+                             want->version,  want->opaque, want->flag};
+    for (size_t i = 0; i < NSRV_ARRAY_LEN(names); i++)
+        if (got[i] != exp[i])
+            fail_msg("%s: %lld, expected %lld", names[i], got[i], exp[i]);
+}
+
+/* Each name of kv[] (name, value pairs) is an ext field holding exactly its value. */
+static void assert_exts(const nsrv_cmd_t *c, const char *const *kv, size_t n) {
+    for (size_t i = 0; i + 1 < n; i += 2)
+        assert_str(nsrv_cmd_ext(c, kv[i]), kv[i + 1]);
+}
+
 /* proto/remoting.md §4, typed in from the document. */
 static const uint8_t spec_1_4_frame[49] = {
     0x00, 0x00, 0x00, 0x2d, 0x01, 0x00, 0x00, 0x29, 0x00, 0x69, 0x00, 0x01, 0xdf,
@@ -70,16 +94,20 @@ static void test_spec_binary_example(void **state) {
     assert_int_equal(nsrv_frame_peek(v.data, v.len, NSRV_FRAME_MAX_DEFAULT, &flen), 0);
     assert_int_equal(flen, 49);
 
+    /* The command the document describes; encoding it from scratch gives its bytes. */
+    nsrv_ext_field_t ext[] = {{NSRV_STR_LIT("topic"), NSRV_STR_LIT("TopicTest")}};
+    nsrv_cmd_t built = {.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
+                        .language = NSRV_LANG_JAVA,
+                        .version = 479,
+                        .opaque = 1,
+                        .has_ext = true,
+                        .ext = ext,
+                        .n_ext = 1,
+                        .ser_type = NSRV_SER_ROCKETMQ};
     nsrv_arena_t arena;
-    nsrv_arena_init(&arena, 0);
     nsrv_cmd_t c;
-    assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &c), 0);
-    assert_int_equal(c.ser_type, NSRV_SER_ROCKETMQ);
-    assert_int_equal(c.code, 105);
-    assert_int_equal(c.language, NSRV_LANG_JAVA);
-    assert_int_equal(c.version, 479);
-    assert_int_equal(c.opaque, 1);
-    assert_int_equal(c.flag, 0);
+    decode_vector(&v, &arena, &c);
+    assert_header(&c, &built);
     assert_null(c.remark.ptr);
     assert_true(c.has_ext);
     assert_int_equal(c.n_ext, 1);
@@ -89,23 +117,19 @@ static void test_spec_binary_example(void **state) {
     assert_null(c.body);
     assert_int_equal(c.body_len, 0);
 
-    /* Encoding the same command from scratch gives the document's bytes. */
-    nsrv_ext_field_t ext[] = {{NSRV_STR_LIT("topic"), NSRV_STR_LIT("TopicTest")}};
-    nsrv_cmd_t built = {
-        .code = 105,
-        .language = NSRV_LANG_JAVA,
-        .version = 479,
-        .opaque = 1,
-        .has_ext = true,
-        .ext = ext,
-        .n_ext = 1,
-        .ser_type = NSRV_SER_ROCKETMQ,
-    };
     assert_encodes_to(&built, spec_1_4_frame, sizeof spec_1_4_frame);
     assert_encodes_to(&c, spec_1_4_frame, sizeof spec_1_4_frame);
 
     nsrv_arena_deinit(&arena);
     nsrv_free(v.data);
+}
+
+/* A JSON GET_ROUTEINFO_BY_TOPIC request as the Java client writes it. */
+static nsrv_cmd_t json_request(int32_t opaque) {
+    return (nsrv_cmd_t){.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
+                        .opaque = opaque,
+                        .version = 453,
+                        .ser_type = NSRV_SER_JSON};
 }
 
 /* proto/remoting.md §3, the observed fastjson header. */
@@ -120,15 +144,11 @@ static void test_spec_json_request(void **state) {
     assert_memory_equal(v.data + 8, spec_1_3_header, strlen(spec_1_3_header));
 
     nsrv_arena_t arena;
-    nsrv_arena_init(&arena, 0);
     nsrv_cmd_t c;
-    assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &c), 0);
-    assert_int_equal(c.ser_type, NSRV_SER_JSON);
-    assert_int_equal(c.code, 105);
-    assert_int_equal(c.language, NSRV_LANG_JAVA);
-    assert_int_equal(c.version, 453);
-    assert_int_equal(c.opaque, 7);
-    assert_int_equal(c.flag, 0);
+    decode_vector(&v, &arena, &c);
+    nsrv_cmd_t want = json_request(7);
+    want.language = NSRV_LANG_JAVA;
+    assert_header(&c, &want);
     assert_false(nsrv_cmd_is_response(&c));
     assert_false(nsrv_cmd_is_oneway(&c));
     assert_null(c.remark.ptr);
@@ -154,9 +174,8 @@ static void check_response_vector(const nsrv_cmd_t *resp, const char *file,
     assert_encodes_to(resp, v.data, v.len);
 
     nsrv_arena_t arena;
-    nsrv_arena_init(&arena, 0);
     nsrv_cmd_t back;
-    assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &back), 0);
+    decode_vector(&v, &arena, &back);
     assert_true(nsrv_cmd_is_response(&back));
     assert_int_equal(back.code, resp->code);
     assert_int_equal(back.opaque, resp->opaque);
@@ -170,10 +189,6 @@ static void check_response_vector(const nsrv_cmd_t *resp, const char *file,
         assert_null(back.remark.ptr);
     nsrv_arena_deinit(&arena);
     nsrv_free(v.data);
-}
-
-static nsrv_cmd_t json_request(int32_t opaque) {
-    return (nsrv_cmd_t){.code = 105, .opaque = opaque, .version = 453, .ser_type = NSRV_SER_JSON};
 }
 
 static void test_json_topic_not_exist_response(void **state) {
@@ -228,25 +243,29 @@ static void test_binary_register_oneway(void **state) {
     (void)state;
     blob_t v = load_vector("rmq_register_broker_oneway.bin");
     nsrv_arena_t arena;
-    nsrv_arena_init(&arena, 0);
     nsrv_cmd_t c;
-    assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &c), 0);
-    assert_int_equal(c.ser_type, NSRV_SER_ROCKETMQ);
-    assert_int_equal(c.code, 103);
-    assert_int_equal(c.opaque, 42);
-    assert_int_equal(c.version, 479);
+    decode_vector(&v, &arena, &c);
+    assert_header(&c, &(nsrv_cmd_t){.ser_type = NSRV_SER_ROCKETMQ,
+                                    .code = NSRV_REQ_REGISTER_BROKER,
+                                    .language = NSRV_LANG_JAVA,
+                                    .version = 479,
+                                    .opaque = 42,
+                                    .flag = NSRV_FLAG_ONEWAY});
     assert_true(nsrv_cmd_is_oneway(&c));
     assert_false(nsrv_cmd_is_response(&c));
     assert_str(c.remark, "hello \"remark\"\nline2");
     assert_int_equal(c.n_ext, 8);
-    assert_str(nsrv_cmd_ext(&c, "brokerName"), "broker-a");
-    assert_str(nsrv_cmd_ext(&c, "brokerAddr"), "10.0.0.1:10911");
-    assert_str(nsrv_cmd_ext(&c, "clusterName"), "DefaultCluster");
-    assert_str(nsrv_cmd_ext(&c, "haServerAddr"), "10.0.0.1:10912");
-    assert_str(nsrv_cmd_ext(&c, "brokerId"), "0");
-    assert_str(nsrv_cmd_ext(&c, "compressed"), "false");
-    assert_str(nsrv_cmd_ext(&c, "bodyCrc32"), "0");
-    assert_str(nsrv_cmd_ext(&c, "__ZONE_NAME"), "zone-\xc3\xa9\xe4\xb8\xad");
+    static const char *const exts[] = {
+        "brokerName",   "broker-a",
+        "brokerAddr",   "10.0.0.1:10911",
+        "clusterName",  "DefaultCluster",
+        "haServerAddr", "10.0.0.1:10912",
+        "brokerId",     "0",
+        "compressed",   "false",
+        "bodyCrc32",    "0",
+        "__ZONE_NAME",  "zone-\xc3\xa9\xe4\xb8\xad",
+    };
+    assert_exts(&c, exts, NSRV_ARRAY_LEN(exts));
     assert_null(nsrv_cmd_ext(&c, "brokername").ptr);
     assert_int_equal(c.body_len, strlen("{\"topicConfigSerializeWrapper\":{}}"));
     assert_memory_equal(c.body, "{\"topicConfigSerializeWrapper\":{}}", c.body_len);
@@ -259,7 +278,8 @@ static void test_binary_register_oneway(void **state) {
 static void test_binary_success_response(void **state) {
     (void)state;
     blob_t v = load_vector("rmq_success_response.bin");
-    nsrv_cmd_t req = {.code = 105, .opaque = 1, .ser_type = NSRV_SER_ROCKETMQ};
+    nsrv_cmd_t req = {
+        .code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC, .opaque = 1, .ser_type = NSRV_SER_ROCKETMQ};
     nsrv_cmd_t resp;
     nsrv_cmd_init_response(&resp, &req, 0);
     assert_encodes_to(&resp, v.data, v.len);
@@ -268,9 +288,8 @@ static void test_binary_success_response(void **state) {
     assert_encodes_to(&resp, v.data, v.len);
 
     nsrv_arena_t arena;
-    nsrv_arena_init(&arena, 0);
     nsrv_cmd_t c;
-    assert_int_equal(nsrv_cmd_decode(v.data, v.len, &arena, &c), 0);
+    decode_vector(&v, &arena, &c);
     assert_int_equal(c.flag, NSRV_FLAG_RESPONSE);
     assert_false(c.has_ext);
     assert_int_equal(c.n_ext, 0);

@@ -39,6 +39,15 @@ static int parse(nsrv_bsim_opts_t *o, char *err, size_t err_len, ...) {
     return nsrv__bsim_opts_parse(o, argc, argv, err, err_len);
 }
 
+/* The registration period and the heartbeat: how often, with which request, how patiently. */
+static void assert_timing(const nsrv_bsim_opts_t *o, int period_ms, int heartbeat_ms,
+                          int heartbeat_code, int hb_timeout_ms) {
+    assert_int_equal(o->period_ms, period_ms);
+    assert_int_equal(o->heartbeat_ms, heartbeat_ms);
+    assert_int_equal(o->heartbeat_code, heartbeat_code);
+    assert_int_equal(o->hb_timeout_ms, hb_timeout_ms);
+}
+
 static void test_opts_defaults(void **state) {
     (void)state;
     nsrv_bsim_opts_t o;
@@ -51,10 +60,7 @@ static void test_opts_defaults(void **state) {
     assert_int_equal(o.n_slaves, 0);
     assert_string_equal(o.prefix, "broker-");
     assert_string_equal(o.cluster, "DefaultCluster");
-    assert_int_equal(o.period_ms, 30000);
-    assert_int_equal(o.heartbeat_ms, 0);
-    assert_int_equal(o.heartbeat_code, NSRV_REQ_QUERY_DATA_VERSION);
-    assert_int_equal(o.hb_timeout_ms, 0);
+    assert_timing(&o, 30000, 0, NSRV_REQ_QUERY_DATA_VERSION, 0);
     assert_false(o.compressed);
     assert_true(o.sys_topics);
     assert_int_equal(o.ser_type, NSRV_SER_JSON);
@@ -90,10 +96,7 @@ static void test_opts_all(void **state) {
     assert_int_equal(o.queues, 4);
     assert_false(o.sys_topics);
     assert_int_equal(o.n_slaves, 2);
-    assert_int_equal(o.period_ms, 1000);
-    assert_int_equal(o.heartbeat_ms, 500);
-    assert_int_equal(o.heartbeat_code, NSRV_REQ_BROKER_HEARTBEAT);
-    assert_int_equal(o.hb_timeout_ms, 3000);
+    assert_timing(&o, 1000, 500, NSRV_REQ_BROKER_HEARTBEAT, 3000);
     assert_true(o.compressed);
     assert_true(o.acting_master);
     assert_int_equal(o.ser_type, NSRV_SER_ROCKETMQ);
@@ -292,23 +295,24 @@ static void test_topics(void **state) {
     check_round_trip(&t, false);
     nsrv__bsim_topics_deinit(&t);
 
-    /* Without system topics the table is exactly the generated ones. */
-    assert_int_equal(
-        parse(&o, err, sizeof(err), "-n", "127.0.0.1:1", "-t", "2", "--no-sys-topics", NULL), 0);
-    assert_int_equal(nsrv__bsim_topics_build(&t, &o, "b"), 0);
-    assert_int_equal(t.n, 2);
-    assert_string_equal(t.v[0].topic_name, "topic-b-0");
-    assert_string_equal(t.v[1].topic_name, "topic-b-1");
-    check_round_trip(&t, true);
-    nsrv__bsim_topics_deinit(&t);
-
-    /* An empty table still encodes (a broker with no topics). */
-    assert_int_equal(
-        parse(&o, err, sizeof(err), "-n", "127.0.0.1:1", "-t", "0", "--no-sys-topics", NULL), 0);
-    assert_int_equal(nsrv__bsim_topics_build(&t, &o, "b"), 0);
-    assert_int_equal(t.n, 0);
-    check_round_trip(&t, false);
-    nsrv__bsim_topics_deinit(&t);
+    /* Without system topics the table is exactly the generated ones; an empty table still
+     * encodes (a broker with no topics). */
+    for (int n_topics = 2; n_topics >= 0; n_topics -= 2) {
+        char count[8];
+        snprintf(count, sizeof count, "%d", n_topics);
+        assert_int_equal(
+            parse(&o, err, sizeof(err), "-n", "127.0.0.1:1", "-t", count, "--no-sys-topics", NULL),
+            0);
+        assert_int_equal(nsrv__bsim_topics_build(&t, &o, "b"), 0);
+        assert_int_equal(t.n, n_topics);
+        for (int i = 0; i < n_topics; i++) {
+            char want[32];
+            snprintf(want, sizeof want, "topic-b-%d", i);
+            assert_string_equal(t.v[i].topic_name, want);
+        }
+        check_round_trip(&t, n_topics > 0);
+        nsrv__bsim_topics_deinit(&t);
+    }
 
     assert_int_equal(nsrv__bsim_topics_build(&t, &o, "bad name"), -EINVAL);
     nsrv__bsim_topics_deinit(&t);

@@ -10,7 +10,7 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/config.h"
-#include "../tls.h"
+#include "nsrv/tls.h"
 
 static nsrv_tls_ctx_t *server_ctx(void) {
     static nsrv_tls_ctx_t *ctx;

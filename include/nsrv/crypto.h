@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What nsrvd needs of OpenSSL, behind one function table: TLS on the listen
- * port (src/server/tls_*.c) and the ACL signature's HmacSHA1. The table lives
+ * port (nsrv/tls.h, src/crypto/tls_*.c) and the ACL signature's HmacSHA1. The table lives
  * in nsrvd-crypto.so, which nsrvd loads only when TLS or adminAclEnable is
  * configured: libcrypto's and libssl's text (4.6 MB, resident as soon as they
  * are mapped because their constructors run at load) then stays out of every
@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "../server/tls.h"
+#include "nsrv/tls.h"
 
 /* Raised whenever a member changes meaning, type or place. */
 #define NSRV_CRYPTO_ABI 1
@@ -65,6 +65,10 @@ const nsrv_crypto_api_t *nsrv_crypto_loaded(void);
 
 /* Installs a table linked into the program (tests, fuzzers); nsrv_crypto_get returns it. */
 void nsrv_crypto_use(const nsrv_crypto_api_t *api);
+
+/* The implementation's table: what nsrvd-crypto.so exports, and what a program linking
+ * nsrv_crypto_impl (tests, fuzzers) installs with nsrv_crypto_use. */
+extern const nsrv_crypto_api_t nsrv_crypto_module_v1;
 
 /**
  * Where the module would be loaded from, without loading it: 0 with the path in

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * TLS on the NameServer port (docs/design/tls-and-access.md "TLS"), in three parts with no libuv in
- * the first two:
+ * the first two (src/crypto, reached through nsrv/crypto.h's table; the third in src/server):
  *  - tls_ctx.c: the settings (config keys, then the tls.config.file), the
  *    self-signed certificate of test mode, and the OpenSSL context built from
  *    them (at start and on SIGHUP);
  *  - tls_session.c: one connection's TLS engine driven through memory BIOs:
  *    ciphertext in, plaintext out and the reverse, never a blocking call;
- *  - conn_tls.c: the glue between a session and a connection (server_int.h).
+ *  - server/conn_tls.c: the glue between a session and a connection (server_int.h).
  */
 #pragma once
 
@@ -33,7 +33,7 @@ typedef enum {
     NSRV_FIRST_REFUSE_PLAIN, /* plaintext while tls.server.mode=enforcing: close */
 } nsrv_first_byte_t;
 
-/* Inline: nsrvd decides without loading OpenSSL (src/crypto/crypto.h). */
+/* Inline: nsrvd decides without loading OpenSSL (nsrv/crypto.h). */
 static inline nsrv_first_byte_t nsrv_tls_classify(nsrv_tls_mode_t mode, uint8_t first_byte) {
     if (first_byte == NSRV_TLS_HANDSHAKE_BYTE)
         return mode == NSRV_TLS_DISABLED ? NSRV_FIRST_REFUSE_TLS : NSRV_FIRST_TLS;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "nsrv/alloc.h"
-#include "tls.h"
+#include "nsrv/tls.h"
 
 /* Plaintext decrypted per SSL_read call: one TLS record at most. */
 #define PLAIN_CHUNK (16 * 1024 + 256)

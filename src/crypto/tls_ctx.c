@@ -30,7 +30,7 @@
 #include "nsrv/config.h"
 #include "nsrv/fileio.h"
 #include "nsrv/properties.h"
-#include "tls.h"
+#include "nsrv/tls.h"
 
 /* A tls.properties file is a few lines; the cap stops a wrong path being slurped. */
 #define TLS_FILE_MAX_BYTES (1u << 20)

@@ -66,16 +66,39 @@ static void assert_declined(rf_pair_t *pr, const req_t *r) {
     assert_int_equal(run_req(pr, r), RF_DECLINED);
 }
 
+/* The per-test fixture: a pair of tables built alike, plain or with the order config. */
+static int pair_new(void **state, unsigned flags) {
+    rf_pair_t *pr = nsrv_malloc(sizeof *pr);
+    rf_pair_init(pr, flags);
+    *state = pr;
+    return 0;
+}
+
+static int plain_pair(void **state) {
+    return pair_new(state, 0);
+}
+
+static int order_pair(void **state) {
+    return pair_new(state, RF_ORDER);
+}
+
+static int pair_free(void **state) {
+    rf_pair_free(*state);
+    nsrv_free(*state);
+    return 0;
+}
+
+#define PLAIN_TEST(fn) cmocka_unit_test_setup_teardown(fn, plain_pair, pair_free)
+#define ORDER_TEST(fn) cmocka_unit_test_setup_teardown(fn, order_pair, pair_free)
+
 /* Every registered ASCII topic, in every version, language and opaque a client may send,
  * is answered with the generic path's bytes; versions on both sides of 4.9.4 pick the
  * two JSON forms of the body. */
 static void test_common_frames_answered(void **state) {
-    (void)state;
+    rf_pair_t *pr = *state;
     static const int32_t versions[] = {
         NSRV_MQ_CURRENT, NSRV_MQ_V4_9_4, NSRV_MQ_V4_9_4 - 1, 0, -1, 317, INT16_MAX, INT16_MIN};
     static const int32_t opaques[] = {0, 1, -1, INT32_MAX, INT32_MIN};
-    rf_pair_t pr;
-    rf_pair_init(&pr, 0);
     for (size_t t = 0; t < N_TOPICS - 1; t++) /* the last one is not ASCII */
         for (size_t v = 0; v < NSRV_ARRAY_LEN(versions); v++)
             for (int32_t lang = 0; lang <= NSRV_LANG_NODE_JS + 1; lang++)
@@ -85,50 +108,44 @@ static void test_common_frames_answered(void **state) {
                     r.cmd.version = versions[v];
                     r.cmd.language = lang;
                     r.cmd.opaque = opaques[o];
-                    assert_answered(&pr, &r);
+                    assert_answered(pr, &r);
                 }
     /* The cache was built once per topic and mode, then hit, alike on both sides. */
     nsrv_route_stats_t st;
-    nsrv_route_get_stats(pr.fast.rt, &st);
+    nsrv_route_get_stats(pr->fast.rt, &st);
     assert_int_equal(st.route_cache_builds, 2 * (N_TOPICS - 1));
-    rf_pair_free(&pr);
 }
 
 /* The order config (orderMessageEnable) is part of the reply: the fast path reads it as the
  * handler does. */
 static void test_order_config_answered(void **state) {
-    (void)state;
-    rf_pair_t pr;
-    rf_pair_init(&pr, RF_ORDER);
+    rf_pair_t *pr = *state;
     req_t r;
     for (size_t t = 0; t < N_TOPICS - 1; t++) {
         req_init(&r, rf_topics[t]);
-        assert_answered(&pr, &r);
+        assert_answered(pr, &r);
     }
     req_init(&r, RF_ORDERED_TOPIC);
     nsrv_buf_t f = NSRV_BUF_INIT;
     nsrv_cmd_encode(&f, &r.cmd);
-    assert_int_equal(run_frame(&pr, &f), RF_ANSWERED);
-    assert_non_null(memmem(pr.fast.out.data, pr.fast.out.len, "broker-a:4", 10));
+    assert_int_equal(run_frame(pr, &f), RF_ANSWERED);
+    assert_non_null(memmem(pr->fast.out.data, pr->fast.out.len, "broker-a:4", 10));
     nsrv_buf_deinit(&f);
-    rf_pair_free(&pr);
 }
 
 /* Requests whose reply the generic path builds differently, or that need more than the
  * topic read, are declined. */
 static void test_declines_other_shapes(void **state) {
-    (void)state;
-    rf_pair_t pr;
-    rf_pair_init(&pr, 0);
+    rf_pair_t *pr = *state;
     req_t r;
     req_init(&r, "no-such-topic"); /* TOPIC_NOT_EXIST with its remark */
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     req_init(&r, rf_topics[N_TOPICS - 1]); /* not ASCII */
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     req_init(&r, NULL); /* no topic */
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     r.cmd.has_ext = false;
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     static const char *const extra[][2] = {
         {"acceptStandardJsonOnly", "true"},
         {"acceptStandardJsonOnly", "false"},
@@ -140,66 +157,60 @@ static void test_declines_other_shapes(void **state) {
     for (size_t i = 0; i < NSRV_ARRAY_LEN(extra); i++) {
         req_init(&r, "TopicTest");
         req_add(&r, extra[i][0], extra[i][1]);
-        assert_declined(&pr, &r);
+        assert_declined(pr, &r);
         /* The same fields before the topic. */
         req_init(&r, NULL);
         req_add(&r, extra[i][0], extra[i][1]);
         req_add(&r, "topic", "TopicTest");
-        assert_declined(&pr, &r);
+        assert_declined(pr, &r);
     }
     req_init(&r, "TopicTest");
     r.ext[0].key = NSRV_STR_LIT("Topic");
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     req_init(&r, "TopicTest");
     r.cmd.remark = NSRV_STR_LIT("a remark");
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     static const uint8_t body[] = "{}";
     r.cmd.remark = NSRV_STR_NULL;
     r.cmd.body = body;
     r.cmd.body_len = 2;
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     static const int32_t flags[] = {NSRV_FLAG_RESPONSE, NSRV_FLAG_ONEWAY, 3, 4};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(flags); i++) {
         req_init(&r, "TopicTest");
         r.cmd.flag = flags[i];
-        assert_declined(&pr, &r);
+        assert_declined(pr, &r);
     }
     static const int32_t codes[] = {NSRV_REQ_GET_ROUTEINFO_BY_TOPIC + 1, 0, -1,
                                     NSRV_REQ_GET_ROUTEINFO_BY_TOPIC + 256};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(codes); i++) {
         req_init(&r, "TopicTest");
         r.cmd.code = codes[i];
-        assert_declined(&pr, &r);
+        assert_declined(pr, &r);
     }
-    rf_pair_free(&pr);
 }
 
 /* A NUL inside the topic: the generic path refuses it with an error reply. */
 static void test_declines_nul_topic(void **state) {
-    (void)state;
-    rf_pair_t pr;
-    rf_pair_init(&pr, 0);
+    rf_pair_t *pr = *state;
     req_t r;
     req_init(&r, "T1");
     r.ext[0].val = (nsrv_str_t){"T1\0T2", 5};
-    assert_declined(&pr, &r);
+    assert_declined(pr, &r);
     r.ext[0].val = (nsrv_str_t){"\0", 1};
-    assert_declined(&pr, &r);
-    rf_pair_free(&pr);
+    assert_declined(pr, &r);
 }
 
 /* Topic lengths around the fast path's limit (255 bytes), both registered: answered up
  * to it, declined past it. */
 static void test_topic_length_limit(void **state) {
-    (void)state;
-    rf_pair_t pr;
-    rf_pair_init(&pr, 0);
+    rf_pair_t *pr = *state;
     char at[256], past[257];
     memset(at, 'x', sizeof at - 1);
     at[sizeof at - 1] = '\0';
     memset(past, 'y', sizeof past - 1);
     past[sizeof past - 1] = '\0';
-    nsrv_route_t *rts[] = {pr.fast.rt, pr.gen.rt};
+    nsrv_route_t *rts[] = {pr->fast.rt, pr->gen.rt};
     nsrv_queue_data_t qd = {"broker-a", 4, 4, 6, 0};
     for (size_t i = 0; i < 2; i++) {
         nsrv_route_register_topic(rts[i], at, &qd, 1);
@@ -207,10 +218,9 @@ static void test_topic_length_limit(void **state) {
     }
     req_t r;
     req_init(&r, at);
-    assert_answered(&pr, &r);
+    assert_answered(pr, &r);
     req_init(&r, past);
-    assert_declined(&pr, &r);
-    rf_pair_free(&pr);
+    assert_declined(pr, &r);
 }
 
 /* Configurations whose reply or checks the fast path leaves to the generic one. */
@@ -244,7 +254,7 @@ static rf_result_t run_json(rf_pair_t *pr, const char *hdr) {
 /* JSON headers as the Java client (fastjson: sorted keys) and the Go client write them, and
  * as nsrv_cmd_encode writes a request: answered with the generic path's bytes. */
 static void test_json_headers_answered(void **state) {
-    (void)state;
+    rf_pair_t *pr = *state;
     static const char *const headers[] = {
         "{\"code\":105,\"extFields\":{\"topic\":\"TopicTest\"},\"flag\":0,\"language\":\"JAVA\","
         "\"opaque\":7,\"serializeTypeCurrentRPC\":\"JSON\",\"version\":453}",
@@ -256,23 +266,20 @@ static void test_json_headers_answered(void **state) {
         "{\"code\":105,\"extFields\":{\"topic\":\"a\"},\"version\":401,\"language\":\"NOPE\"}",
         "{\"code\":105,\"extFields\":{\"topic\":\"a\"},\"version\":-1,\"opaque\":0}",
     };
-    rf_pair_t pr;
-    rf_pair_init(&pr, RF_ORDER);
     for (size_t i = 0; i < NSRV_ARRAY_LEN(headers); i++)
-        assert_int_equal(run_json(&pr, headers[i]), RF_ANSWERED);
+        assert_int_equal(run_json(pr, headers[i]), RF_ANSWERED);
     for (size_t t = 0; t < N_TOPICS - 1; t++) {
         req_t r;
         req_init(&r, rf_topics[t]);
         r.cmd.ser_type = NSRV_SER_JSON;
         r.cmd.version = t % 2 ? NSRV_MQ_V4_9_4 - 1 : NSRV_MQ_CURRENT;
-        assert_answered(&pr, &r);
+        assert_answered(pr, &r);
     }
-    rf_pair_free(&pr);
 }
 
 /* JSON the scanner does not take: the generic path answers (or refuses) it. */
 static void test_json_headers_declined(void **state) {
-    (void)state;
+    rf_pair_t *pr = *state;
     static const char *const headers[] = {
         /* whitespace, an escape, a duplicate, an unknown member, a missing code */
         "{ \"code\":105,\"extFields\":{\"topic\":\"TopicTest\"}}",
@@ -307,20 +314,15 @@ static void test_json_headers_declined(void **state) {
         "{\"code\":105,\"extFields\":{\"topic\":\"t\xc3\xb3pico\"}}",
         "{\"code\":105,\"extFields\":{\"topic\":\"Topic\x01Test\"}}",
     };
-    rf_pair_t pr;
-    rf_pair_init(&pr, 0);
     for (size_t i = 0; i < NSRV_ARRAY_LEN(headers); i++)
-        if (run_json(&pr, headers[i]) != RF_DECLINED)
+        if (run_json(pr, headers[i]) != RF_DECLINED)
             fail_msg("answered: %s", headers[i]);
-    rf_pair_free(&pr);
 }
 
 /* Frame-level oddities: trailing bytes after the map, an empty entry after the topic
  * (which the generic decoder drops), lengths that do not add up. */
 static void test_declines_odd_frames(void **state) {
-    (void)state;
-    rf_pair_t pr;
-    rf_pair_init(&pr, 0);
+    rf_pair_t *pr = *state;
     req_t r;
     req_init(&r, "TopicTest");
     nsrv_buf_t f = NSRV_BUF_INIT;
@@ -331,7 +333,7 @@ static void test_declines_odd_frames(void **state) {
     nsrv_buf_append(&f, "abc", 3);
     nsrv_buf_put_be32_at(&f, 0, (uint32_t)(f.len - 4));
     nsrv_buf_put_be32_at(&f, 4, (uint32_t)NSRV_SER_ROCKETMQ << 24 | (uint32_t)(f.len - 8));
-    assert_int_equal(run_frame(&pr, &f), RF_DECLINED);
+    assert_int_equal(run_frame(pr, &f), RF_DECLINED);
 
     /* An empty entry (key length 0, value length 0) inside the map. */
     f.len = n;
@@ -340,61 +342,59 @@ static void test_declines_odd_frames(void **state) {
     nsrv_buf_put_be32_at(&f, 0, (uint32_t)(f.len - 4));
     nsrv_buf_put_be32_at(&f, 4, (uint32_t)NSRV_SER_ROCKETMQ << 24 | (uint32_t)(f.len - 8));
     nsrv_buf_put_be32_at(&f, 8 + 17, (uint32_t)(f.len - 8 - NSRV_HDR_ROCKETMQ_FIXED));
-    assert_int_equal(run_frame(&pr, &f), RF_DECLINED);
+    assert_int_equal(run_frame(pr, &f), RF_DECLINED);
 
     /* A length prefix one off either way, and a frame cut short. */
     f.len = n;
     nsrv_buf_put_be32_at(&f, 0, (uint32_t)(n - 3));
-    assert_int_equal(run_frame(&pr, &f), RF_DECLINED);
+    assert_int_equal(run_frame(pr, &f), RF_DECLINED);
     nsrv_buf_put_be32_at(&f, 0, (uint32_t)(n - 5));
-    assert_int_equal(run_frame(&pr, &f), RF_DECLINED);
+    assert_int_equal(run_frame(pr, &f), RF_DECLINED);
     nsrv_buf_put_be32_at(&f, 0, (uint32_t)(n - 4));
     for (size_t cut = 0; cut < n; cut++)
-        assert_int_equal(rf_run(&pr, (const uint8_t *)f.data, cut), RF_DECLINED);
+        assert_int_equal(rf_run(pr, (const uint8_t *)f.data, cut), RF_DECLINED);
     nsrv_buf_deinit(&f);
-    rf_pair_free(&pr);
 }
 
 /* Every byte of a common frame (both header types) set to other values: each variant is
  * declined, or answered with the generic path's bytes (the version, language and opaque
  * bytes, the topic's letters); the plain frame itself still answered after all of them. */
-static void test_every_byte_changed(void **state) {
-    (void)state;
-    static const uint8_t types[] = {NSRV_SER_ROCKETMQ, NSRV_SER_JSON};
+static void assert_every_byte_changed(uint8_t ser_type) {
     static const uint8_t values[] = {0x00, 0x01, 0x05, 0x0b, 0x20, 0x22, 0x2c, 0x30,
                                      0x31, 0x54, 0x5c, 0x7b, 0x7d, 0x7f, 0x80, 0xff};
-    for (size_t t = 0; t < NSRV_ARRAY_LEN(types); t++) {
-        rf_pair_t pr;
-        rf_pair_init(&pr, RF_ORDER);
-        req_t r;
-        req_init(&r, "T1");
-        r.cmd.ser_type = types[t];
-        nsrv_buf_t f = NSRV_BUF_INIT;
-        nsrv_cmd_encode(&f, &r.cmd);
-        size_t answered = 0;
-        for (size_t i = 0; i < f.len; i++) {
-            uint8_t orig = (uint8_t)f.data[i];
-            for (size_t v = 0; v < NSRV_ARRAY_LEN(values); v++) {
-                f.data[i] = (char)values[v];
-                answered += run_frame(&pr, &f) == RF_ANSWERED;
-            }
-            f.data[i] = (char)(orig ^ 0x01);
+    rf_pair_t pr;
+    rf_pair_init(&pr, RF_ORDER);
+    req_t r;
+    req_init(&r, "T1");
+    r.cmd.ser_type = ser_type;
+    nsrv_buf_t f = NSRV_BUF_INIT;
+    nsrv_cmd_encode(&f, &r.cmd);
+    size_t answered = 0;
+    for (size_t i = 0; i < f.len; i++) {
+        uint8_t orig = (uint8_t)f.data[i];
+        for (size_t v = 0; v < NSRV_ARRAY_LEN(values); v++) {
+            f.data[i] = (char)values[v];
             answered += run_frame(&pr, &f) == RF_ANSWERED;
-            f.data[i] = (char)orig;
         }
-        assert_true(answered > 0);
-        assert_int_equal(run_frame(&pr, &f), RF_ANSWERED);
-        nsrv_buf_deinit(&f);
-        rf_pair_free(&pr);
+        f.data[i] = (char)(orig ^ 0x01);
+        answered += run_frame(&pr, &f) == RF_ANSWERED;
+        f.data[i] = (char)orig;
     }
+    assert_true(answered > 0);
+    assert_int_equal(run_frame(&pr, &f), RF_ANSWERED);
+    nsrv_buf_deinit(&f);
+    rf_pair_free(&pr);
 }
 
-NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_common_frames_answered),
-               cmocka_unit_test(test_order_config_answered),
-               cmocka_unit_test(test_declines_other_shapes),
-               cmocka_unit_test(test_declines_nul_topic), cmocka_unit_test(test_topic_length_limit),
-               cmocka_unit_test(test_declines_configs),
-               cmocka_unit_test(test_json_headers_answered),
-               cmocka_unit_test(test_json_headers_declined),
-               cmocka_unit_test(test_declines_odd_frames),
+static void test_every_byte_changed(void **state) {
+    (void)state;
+    assert_every_byte_changed(NSRV_SER_ROCKETMQ);
+    assert_every_byte_changed(NSRV_SER_JSON);
+}
+
+NSRV_TEST_MAIN(NULL, NULL, PLAIN_TEST(test_common_frames_answered),
+               ORDER_TEST(test_order_config_answered), PLAIN_TEST(test_declines_other_shapes),
+               PLAIN_TEST(test_declines_nul_topic), PLAIN_TEST(test_topic_length_limit),
+               cmocka_unit_test(test_declines_configs), ORDER_TEST(test_json_headers_answered),
+               PLAIN_TEST(test_json_headers_declined), PLAIN_TEST(test_declines_odd_frames),
                cmocka_unit_test(test_every_byte_changed))

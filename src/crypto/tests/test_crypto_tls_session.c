@@ -16,7 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "../tls.h"
+#include "nsrv/tls.h"
 #include "nsrv/alloc.h"
 #include "nsrv/common.h"
 #include "nsrv/config.h"
@@ -227,6 +227,20 @@ static long client_read(pair_t *p, char *out, size_t cap) {
     }
 }
 
+/* The per-test fixture of the single-pass tests: a pair with its handshake done in one go. */
+static int pair_setup(void **state) {
+    pair_t *p = nsrv_malloc(sizeof *p);
+    pair_open(p, 4096);
+    *state = p;
+    return 0;
+}
+
+static int pair_teardown(void **state) {
+    pair_close(*state);
+    nsrv_free(*state);
+    return 0;
+}
+
 static void test_session_both_ways(void **state) {
     (void)state;
     static const size_t steps[] = {1, 7, 4096};
@@ -259,35 +273,29 @@ static void test_session_both_ways(void **state) {
 }
 
 static void test_session_partial_record_pending(void **state) {
-    (void)state;
-    pair_t p;
-    pair_open(&p, 4096);
-    client_write(&p, "hello", 5);
+    pair_t *p = *state;
+    client_write(p, "hello", 5);
     char rec[256];
-    int n = BIO_read(p.c_out, rec, sizeof rec);
+    int n = BIO_read(p->c_out, rec, sizeof rec);
     assert_true(n > 10);
     const char *why = NULL;
     /* Part of a record: nothing decrypted, the bytes are a request in flight. */
-    assert_int_equal(nsrv_tls_session_feed(p.server, rec, 10, &p.plain, &why), NSRV_TLS_OK);
-    assert_int_equal(p.plain.len, 0);
-    assert_true(nsrv_tls_session_input_pending(p.server));
-    assert_int_equal(nsrv_tls_session_feed(p.server, rec + 10, (size_t)n - 10, &p.plain, &why),
+    assert_int_equal(nsrv_tls_session_feed(p->server, rec, 10, &p->plain, &why), NSRV_TLS_OK);
+    assert_int_equal(p->plain.len, 0);
+    assert_true(nsrv_tls_session_input_pending(p->server));
+    assert_int_equal(nsrv_tls_session_feed(p->server, rec + 10, (size_t)n - 10, &p->plain, &why),
                      NSRV_TLS_OK);
-    assert_int_equal(p.plain.len, 5);
-    assert_false(nsrv_tls_session_input_pending(p.server));
-    pair_close(&p);
+    assert_int_equal(p->plain.len, 5);
+    assert_false(nsrv_tls_session_input_pending(p->server));
 }
 
 static void test_session_peer_close_notify(void **state) {
-    (void)state;
-    pair_t p;
-    pair_open(&p, 4096);
-    client_write(&p, "last", 4);
-    SSL_shutdown(p.client);
-    pump(&p, 4096);
-    assert_int_equal(p.last, NSRV_TLS_CLOSED);
-    assert_int_equal(p.plain.len, 4); /* the data before it is delivered */
-    pair_close(&p);
+    pair_t *p = *state;
+    client_write(p, "last", 4);
+    SSL_shutdown(p->client);
+    pump(p, 4096);
+    assert_int_equal(p->last, NSRV_TLS_CLOSED);
+    assert_int_equal(p->plain.len, 4); /* the data before it is delivered */
 }
 
 static void test_session_garbage_fails(void **state) {
@@ -322,9 +330,9 @@ static void test_session_garbage_fails(void **state) {
     nsrv_tls_ctx_destroy(t);
 }
 
-NSRV_TEST_MAIN(setup, teardown, cmocka_unit_test(test_first_byte), cmocka_unit_test(test_settings),
-               cmocka_unit_test(test_reload_keeps_context_on_error),
-               cmocka_unit_test(test_session_both_ways),
-               cmocka_unit_test(test_session_partial_record_pending),
-               cmocka_unit_test(test_session_peer_close_notify),
-               cmocka_unit_test(test_session_garbage_fails))
+NSRV_TEST_MAIN(
+    setup, teardown, cmocka_unit_test(test_first_byte), cmocka_unit_test(test_settings),
+    cmocka_unit_test(test_reload_keeps_context_on_error), cmocka_unit_test(test_session_both_ways),
+    cmocka_unit_test_setup_teardown(test_session_partial_record_pending, pair_setup, pair_teardown),
+    cmocka_unit_test_setup_teardown(test_session_peer_close_notify, pair_setup, pair_teardown),
+    cmocka_unit_test(test_session_garbage_fails))
