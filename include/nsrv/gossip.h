@@ -49,6 +49,15 @@ int nsrv_gossip_parse_peers(const char *peers, const char *keys, uint8_t self_id
 int nsrv_gossip_check_own_key(const nsrv_gossip_peer_list_t *list, uint8_t self_id, uint8_t key_id,
                               const uint8_t pk[32], char *err, size_t errlen);
 
+/*
+ * The local node's next incarnation: max(stored + 1, now_wall_ms) (stored = 0
+ * when path does not exist), written to path (decimal text) atomically and
+ * fsync'ed before it is returned, so it survives a crash right after.
+ * Returns 0, -EINVAL if the file exists but does not hold one decimal number,
+ * or -errno from reading or writing. Blocking: startup only.
+ */
+int nsrv_gossip_incarnation_next(const char *path, int64_t now_wall_ms, uint64_t *inc);
+
 /* Where the incarnation survives restarts: gossipStatePath, or "gossip.state" next to
  * kvConfigPath when it is empty. */
 void nsrv_gossip_state_path(const struct nsrv_config *cfg, char *out, size_t cap);

@@ -4,9 +4,10 @@
  * they tell it (proto/gossip.md §5, §7, §9.4), and when: every timing rule
  * (nsrv/gossip_timing.h) is decided here. A sans-I/O state machine: no
  * sockets, no clocks and no timers of its own. The I/O layer (transport.c,
- * or the simulator in the tests) passes datagrams, pull replies and the time
- * in, carries out the actions the engine emits, and wakes it at the one
- * deadline it names. Loop thread only.
+ * or the simulator in the tests) passes datagrams, pull replies, answers of
+ * name lookups, accepted pull connections and the time in, carries out the
+ * actions the engine emits, and wakes it at the one deadline it names. Loop
+ * thread only.
  *
  * Rules it keeps (the product, pinned by tests):
  *  - digests carry only this node's direct observations, aged from its last
@@ -63,26 +64,35 @@ void nsrv_gossip_node_set_key(nsrv_gossip_node_t *n, uint8_t key_id, const uint8
  * ---- The sans-I/O interface (what transport.c and the simulator use) ----
  *
  * Inputs: nsrv_gossip_node_start, nsrv_gossip_node_on_dgram,
- * nsrv_gossip_node_pull_data / _pull_failed, nsrv_gossip_node_tick (the
- * time). After each input, drain the outputs with nsrv_gossip_node_poll and
+ * nsrv_gossip_node_pull_data / _pull_failed, nsrv_gossip_node_resolved,
+ * nsrv_gossip_node_pull_conn_open / _request / _closed, nsrv_gossip_node_tick
+ * (the time). After each input, drain the outputs with nsrv_gossip_node_poll and
  * arm one timer for nsrv_gossip_node_deadline.
  */
 typedef enum {
     NSRV_GOSSIP_ACT_SEND = 1,    /* send data (one datagram) to peer */
     NSRV_GOSSIP_ACT_PULL,        /* connect to peer, write data (a PULL_REQ), feed the reply back */
     NSRV_GOSSIP_ACT_PULL_CANCEL, /* abandon pull `pull_id` to peer: close it, report nothing */
+    NSRV_GOSSIP_ACT_RESOLVE,     /* look up peer's host name, data (len bytes, no NUL); answer
+                                    with nsrv_gossip_node_resolved */
+    NSRV_GOSSIP_ACT_CLOSE,       /* close pull server connection `pull_id` (its deadline passed,
+                                    or a newer one evicted it); report nothing */
 } nsrv_gossip_act_kind_t;
 
 typedef struct {
     uint8_t kind; /* nsrv_gossip_act_kind_t */
     uint8_t peer;
-    uint32_t pull_id;    /* PULL, PULL_CANCEL */
+    uint32_t pull_id;    /* PULL, PULL_CANCEL: the pull; CLOSE: the server connection */
     const uint8_t *data; /* valid until the next call into the engine */
     size_t len;
 } nsrv_gossip_action_t;
 
-/* Start (or restart): ask every peer for everything, send SYNC_REQ, schedule. */
+/* Start: look up the peers' host names, then (once every name started answered, or after
+ * NSRV_GOSSIP_RESOLVE_START_MS; at once without names) ask every peer for everything, send
+ * SYNC_REQ, schedule. */
 void nsrv_gossip_node_start(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
+/* True once the start has happened (its names answered or the wait is over). */
+bool nsrv_gossip_node_started(const nsrv_gossip_node_t *n);
 /* Runs whatever is due at now (digests, deltas, SYNC retries, pulls, pull deadlines). */
 void nsrv_gossip_node_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
 /* The monotonic time at which nsrv_gossip_node_tick has work next. */
@@ -100,6 +110,45 @@ int nsrv_gossip_node_pull_data(nsrv_gossip_node_t *n, uint8_t peer, uint32_t pul
 /* Pull `pull_id` to peer failed (connect, write, read or early close). */
 void nsrv_gossip_node_pull_failed(nsrv_gossip_node_t *n, uint8_t peer, uint32_t pull_id,
                                   uint64_t now_mono);
+
+/*
+ * Peers by host name (proto/gossip.md §8.2). The engine decides when each name is
+ * looked up (nsrv/gossip_timing.h: at start and on reload, periodically, at once when a
+ * packet is refused for its source) and keeps at most NSRV_GOSSIP_RESOLVE_MAX_INFLIGHT
+ * lookups running; the I/O layer runs each NSRV_GOSSIP_ACT_RESOLVE and reports here.
+ */
+typedef struct {
+    const struct sockaddr *addr; /* the answer (IPv4 or IPv6), or NULL: */
+    int error;                   /* the lookup's error code (nonzero) */
+    const char *error_name;      /* its static name, for status (e.g. "EAI_NONAME") */
+    const char *error_text;      /* its description, for the log */
+} nsrv_gossip_resolution_t;
+/* The lookup of peer's name host ended (host: the name it was started for). */
+void nsrv_gossip_node_resolved(nsrv_gossip_node_t *n, uint8_t peer, const char *host,
+                               const nsrv_gossip_resolution_t *r, uint64_t now_mono,
+                               int64_t now_wall);
+/* Reload: every name looked up again (within the cap). Returns the lookups started. */
+unsigned nsrv_gossip_node_resolve_all(nsrv_gossip_node_t *n, uint64_t now_mono);
+
+/*
+ * The pull server's connections (proto/gossip.md §7.5): the engine admits them, times
+ * them out and evicts them; the I/O layer holds each socket under the id returned here.
+ */
+/* A connection was accepted from `from` (NULL: unknown). Returns its id, or 0: close it at
+ * once (not a configured peer's address, or all NSRV_GOSSIP_PULL_SRV_MAX are answering
+ * requests). Admitting it may evict the oldest one that has not sent its request. */
+uint32_t nsrv_gossip_node_pull_conn_open(nsrv_gossip_node_t *n, const struct sockaddr *from,
+                                         uint64_t now_mono);
+/* Its complete request: served as nsrv_gossip_node_serve_pull. On 0 the connection has
+ * until NSRV_GOSSIP_PULL_DEADLINE_MS after it was accepted to write the reply; otherwise
+ * the engine has forgotten it and the I/O closes it without a word. */
+int nsrv_gossip_node_pull_conn_request(nsrv_gossip_node_t *n, uint32_t conn, const uint8_t *req,
+                                       size_t len, const struct sockaddr *from, uint64_t now_mono,
+                                       int64_t now_wall, nsrv_buf_t *out);
+/* The I/O layer closed connection conn (reply written, the peer hung up). */
+void nsrv_gossip_node_pull_conn_closed(nsrv_gossip_node_t *n, uint32_t conn);
+/* Pull server connections open now. */
+size_t nsrv_gossip_node_pull_conns(const nsrv_gossip_node_t *n);
 
 /*
  * ---- The pieces, for tests that drive the engine by hand ----
@@ -128,6 +177,13 @@ void nsrv_gossip_node_on_unregister(nsrv_gossip_node_t *n, const char *cluster, 
  */
 size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t *keys,
                                   size_t cap, bool *all, uint64_t now_mono);
+/*
+ * Reload: nsrv_gossip_peers_configure on the engine's table (all or nothing). A peer no
+ * longer listed leaves with its whole record; a pull to it in flight is cancelled
+ * (NSRV_GOSSIP_ACT_PULL_CANCEL). Returns 0 or -EINVAL.
+ */
+int nsrv_gossip_node_configure_peers(nsrv_gossip_node_t *n, const nsrv_gossip_peer_conf_t *confs,
+                                     size_t count);
 /* Ask peer_id for everything (start-up, or a peer's new incarnation). */
 void nsrv_gossip_node_want_all(nsrv_gossip_node_t *n, uint8_t peer_id);
 /*

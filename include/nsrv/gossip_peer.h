@@ -114,10 +114,12 @@ int nsrv_gossip_peer_set_resolved(nsrv_gossip_peer_t *p, const struct sockaddr *
 /* A failed resolution (err: nonzero error code, name: its static name, for status): the
  * last address stays. */
 void nsrv_gossip_peer_set_resolve_error(nsrv_gossip_peer_t *p, int err, const char *name);
-/* The I/O layer started / finished a lookup of the peer's name. */
+/* A lookup of the peer's name started / finished (the engine's, node_resolve.c). */
 void nsrv_gossip_peer_resolve_started(nsrv_gossip_peer_t *p, uint64_t now_mono_ms);
 void nsrv_gossip_peer_resolve_done(nsrv_gossip_peer_t *p);
 bool nsrv_gossip_peer_resolving(const nsrv_gossip_peer_t *p);
+/* Due at once (a reload asked for every name while the lookups in flight were at their cap). */
+void nsrv_gossip_peer_resolve_soon(nsrv_gossip_peer_t *p);
 /*
  * Whether a named peer's name should be looked up now (rules and periods in
  * nsrv/gossip_timing.h): never looked up (start, or its name changed on reload);
@@ -231,12 +233,3 @@ void nsrv_gossip_peer_info(const nsrv_gossip_peer_t *p, nsrv_gossip_peer_info_t 
 /* Totals over all packets, including those from no configured peer. */
 void nsrv_gossip_peers_totals(const nsrv_gossip_peers_t *t, uint64_t *accepted,
                               uint64_t rejected[NSRV_GOSSIP_NREASONS]);
-
-/*
- * The local node's next incarnation: max(stored + 1, now_wall_ms) (stored = 0
- * when path does not exist), written to path (decimal text) atomically and
- * fsync'ed before it is returned, so it survives a crash right after.
- * Returns 0, -EINVAL if the file exists but does not hold one decimal number,
- * or -errno from reading or writing. Blocking: startup only.
- */
-int nsrv_gossip_incarnation_next(const char *path, int64_t now_wall_ms, uint64_t *inc);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every timing rule of the gossip engine, in one place (proto/gossip.md §9).
- * The engine (node*.c) reads them; the transport only arms the one timer
- * the engine asks for, and the simulator in src/gossip/tests drives the same
+ * The engine (src/gossip/engine) reads them; the I/O layer only arms the one
+ * timer the engine asks for, and the simulator in src/gossip/tests drives the same
  * engine, so each rule here is exercised by the randomized safety test.
  * The full-digest and delta periods are settings (gossipIntervalMs,
  * gossipDeltaMs), passed in nsrv_gossip_node_opts_t.
@@ -80,8 +80,9 @@
 #define NSRV_GOSSIP_IDENT_KEEP_MS (10 * 60 * 1000)
 
 /*
- * Peers configured by host name (gossipPeers "id@name:port") are resolved by
- * the transport (resolve.c), never blocking the loop: at start and on SIGHUP,
+ * Peers configured by host name (gossipPeers "id@name:port") are looked up
+ * when the engine says (node_resolve.c), by the I/O layer off the loop
+ * (resolve.c): at start and on SIGHUP,
  * then every NSRV_GOSSIP_RESOLVE_MS; every NSRV_GOSSIP_RESOLVE_SILENT_MS while
  * the peer has been silent for NSRV_GOSSIP_RESOLVE_SILENT_INTERVALS gossip
  * intervals, has never been heard, or does not resolve; and at once (at most
@@ -93,7 +94,7 @@
 #define NSRV_GOSSIP_RESOLVE_SILENT_MS 1000
 #define NSRV_GOSSIP_RESOLVE_SILENT_INTERVALS 2
 #define NSRV_GOSSIP_RESOLVE_KICK_MS 200
-/* The resolver's own timer: how often the rules above are looked at. */
+/* How often the engine looks at the rules above (its poll). */
 #define NSRV_GOSSIP_RESOLVE_TICK_MS 250
 /* Lookups in flight at once: they run on libuv's thread pool (4 threads), which also decodes
  * big frames and registrations (src/server/conn_offload.c); a resolver that hangs for its

@@ -27,7 +27,7 @@
  * loop's idle time instead of delaying other connections' replies for a scheduler slice.
  *
  * The pool (UV_THREADPOOL_SIZE, 4 by default) is shared with the gossip resolver's
- * uv_getaddrinfo (src/gossip/resolve.c): a name lookup may wait behind big-frame jobs and run
+ * uv_getaddrinfo (src/gossip/io/resolve.c): a name lookup may wait behind big-frame jobs and run
  * at the lowered priority, which only delays a peer's address refresh.
  *
  * Thread safety: the worker touches only the job (frame, arena, result) and

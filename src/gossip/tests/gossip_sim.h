@@ -16,7 +16,8 @@
  * With `timers` on, the simulator is the engine's I/O layer, exactly as
  * transport.c is: it wakes each engine at the deadline the engine names
  * (nsrv_gossip_node_deadline -> nsrv_gossip_node_tick), and carries out the
- * actions the engine emits (datagrams, pulls started and abandoned), so the
+ * actions the engine emits (datagrams, pulls started and abandoned, name
+ * lookups answered after resolve_ms, pull server connections closed), so the
  * whole schedule of node_sched.c and node_pull.c (digest periods, SYNC
  * retries, pull batching, back-off, anchor refresh, deadlines) runs under
  * test. Off, the test drives the engines' pieces by hand.
@@ -46,9 +47,10 @@
 #define GS_PULL_FAIL_MS 2000 /* a lost pull leg is noticed this much later */
 #define GS_PULL_KEYS_MAX NSRV_GOSSIP_PULL_KEYS_MAX
 
-typedef enum { GS_DGRAM = 1, GS_PULL_REQ, GS_PULL_RESP, GS_PULL_FAIL } gs_kind_t;
+typedef enum { GS_DGRAM = 1, GS_PULL_REQ, GS_PULL_RESP, GS_PULL_FAIL, GS_RESOLVE } gs_kind_t;
 
-/* One queued event: a datagram in flight, or one leg of a pull. */
+/* One queued event: a datagram in flight, one leg of a pull, or a name lookup (src asked
+ * for dst's name; d: the name). */
 typedef struct {
     uint8_t kind; /* gs_kind_t */
     uint8_t src, dst;
@@ -118,6 +120,20 @@ typedef struct gs_sim {
      * version, which announces nothing) */
     bool announce;
     bool mute[GS_MAX_NODES + 1];
+    /* peers by host name: with `named`, every node's peers are configured as "node<j>:port"
+     * and the engines ask for lookups (NSRV_GOSSIP_ACT_RESOLVE), answered resolve_ms later
+     * with node j's address (an error while unresolvable[j]); with resolve_hold, only
+     * gs_resolve_release answers them */
+    bool named, resolve_hold;
+    uint32_t resolve_ms;
+    bool unresolvable[GS_MAX_NODES + 1];
+    uint64_t lookups[GS_MAX_NODES + 1][GS_MAX_NODES + 1];   /* a asked for b's name */
+    uint64_t lookup_at[GS_MAX_NODES + 1][GS_MAX_NODES + 1]; /* the last time, global */
+    unsigned resolving[GS_MAX_NODES + 1], resolving_max[GS_MAX_NODES + 1];
+    /* pull server connections each engine closed (NSRV_GOSSIP_ACT_CLOSE), and the last one */
+    uint64_t conns_closed[GS_MAX_NODES + 1];
+    uint32_t conn_closed_last[GS_MAX_NODES + 1];
+    uint64_t pulls_cancelled[GS_MAX_NODES + 1]; /* NSRV_GOSSIP_ACT_PULL_CANCEL */
     /* queue */
     gs_msg_t *q;
     size_t nq, qcap;
@@ -316,6 +332,32 @@ static inline void gs_random_cb(void *ud, void *buf, size_t len) {
 
 static inline void gs_pull_fail_later(gs_sim_t *s, gs_msg_t *m);
 
+/* Like transport.c: nothing goes to a named peer whose name has not resolved yet. */
+static inline bool gs_has_addr(gs_node_t *nd, uint8_t peer) {
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(nd->peers, peer);
+    return !p || nsrv_gossip_peer_has_addr(p);
+}
+
+/* A lookup node id's engine asked for: answered resolve_ms later (or when released). */
+static inline void gs_lookup(gs_sim_t *s, uint8_t id, const nsrv_gossip_action_t *a) {
+    gs_msg_t m;
+    memset(&m, 0, sizeof m);
+    m.kind = GS_RESOLVE;
+    m.src = id;
+    m.dst = a->peer;
+    m.life = s->node[id].life;
+    m.at = s->resolve_hold ? UINT64_MAX : s->now + s->resolve_ms;
+    m.d = gs_dup_bytes(a->data, a->len);
+    m.len = a->len;
+    if (a->peer <= GS_MAX_NODES) {
+        s->lookups[id][a->peer]++;
+        s->lookup_at[id][a->peer] = s->now;
+    }
+    if (++s->resolving[id] > s->resolving_max[id])
+        s->resolving_max[id] = s->resolving[id];
+    gs_push(s, &m);
+}
+
 /* Carries out what node id's engine asked for: datagrams into the network,
  * pulls as queued legs (a lost leg is noticed GS_PULL_FAIL_MS later, as a
  * closed or refused connection would be). */
@@ -324,7 +366,13 @@ static inline void gs_drain(gs_sim_t *s, uint8_t id) {
     nsrv_gossip_action_t a;
     while (nd->up && nsrv_gossip_node_poll(nd->g, &a)) {
         if (a.kind == NSRV_GOSSIP_ACT_SEND) {
-            gs_send_cb(nd, a.peer, a.data, a.len);
+            if (gs_has_addr(nd, a.peer))
+                gs_send_cb(nd, a.peer, a.data, a.len);
+        } else if (a.kind == NSRV_GOSSIP_ACT_RESOLVE) {
+            gs_lookup(s, id, &a);
+        } else if (a.kind == NSRV_GOSSIP_ACT_CLOSE) {
+            s->conns_closed[id]++;
+            s->conn_closed_last[id] = a.pull_id;
         } else if (a.kind == NSRV_GOSSIP_ACT_PULL) {
             gs_msg_t m;
             memset(&m, 0, sizeof m);
@@ -339,16 +387,23 @@ static inline void gs_drain(gs_sim_t *s, uint8_t id) {
             s->pulls_started++;
             if (a.peer <= GS_MAX_NODES)
                 s->pulls_to[id][a.peer]++;
-            if (a.peer < 1 || a.peer > s->n || !s->link[id][a.peer] ||
-                (!s->pulls_lossless && gs_chance(s, s->drop_pm))) {
+            if (!gs_has_addr(nd, a.peer)) {
+                m.kind = GS_PULL_FAIL; /* nowhere to connect: it fails at once */
+                m.at = s->now;
+                nsrv_free(m.d);
+                m.d = NULL;
+                m.len = 0;
+                gs_push(s, &m);
+            } else if (a.peer < 1 || a.peer > s->n || !s->link[id][a.peer] ||
+                       (!s->pulls_lossless && gs_chance(s, s->drop_pm))) {
                 gs_pull_fail_later(s, &m);
             } else {
                 m.at = s->now + gs_delay(s);
                 gs_push(s, &m);
             }
-        }
-        /* NSRV_GOSSIP_ACT_PULL_CANCEL: the connection is closed; legs still
-         * queued reach an engine that no longer waits for them. */
+        } else if (a.kind == NSRV_GOSSIP_ACT_PULL_CANCEL)
+            s->pulls_cancelled[id]++; /* closed: legs still queued reach an engine that no
+                                         longer waits for them */
     }
 }
 
@@ -397,7 +452,10 @@ static inline void gs_start(gs_sim_t *s, uint8_t id) {
             continue;
         keys[k].key_id = GS_KEY_ID;
         memcpy(keys[k].pk, s->node[j].pk, sizeof keys[k].pk);
-        snprintf(addrs[k], sizeof addrs[k], "10.0.0.%u:%d", j, GS_PORT);
+        if (s->named)
+            snprintf(addrs[k], sizeof addrs[k], "node%u:%d", j, GS_PORT);
+        else
+            snprintf(addrs[k], sizeof addrs[k], "10.0.0.%u:%d", j, GS_PORT);
         confs[k] = (nsrv_gossip_peer_conf_t){j, addrs[k], &keys[k], 1};
         k++;
     }
@@ -427,6 +485,7 @@ static inline void gs_start(gs_sim_t *s, uint8_t id) {
     nd->up = true;
     nd->life++;
     nd->up_since = s->now;
+    s->resolving[id] = 0; /* a dead life's lookups are never answered */
     if (s->timers) {
         nsrv_gossip_node_start(nd->g, gs_mono(s, id), gs_wall(s, id));
     } else {
@@ -547,9 +606,17 @@ static inline int gs_pull_serve(gs_sim_t *s, gs_msg_t *m) {
     struct sockaddr_in from = gs_addr(m->src);
     nsrv_buf_t out;
     nsrv_buf_init(&out);
-    int rc =
-        nsrv_gossip_node_serve_pull(nb->g, m->d + 4, m->len - 4, (const struct sockaddr *)&from,
-                                    gs_mono(s, m->dst), gs_wall(s, m->dst), &out);
+    /* As pull_io.c: the engine admits the connection, serves its request, and hears when
+     * the reply is written. */
+    uint32_t conn =
+        nsrv_gossip_node_pull_conn_open(nb->g, (const struct sockaddr *)&from, gs_mono(s, m->dst));
+    int rc = conn ? nsrv_gossip_node_pull_conn_request(nb->g, conn, m->d + 4, m->len - 4,
+                                                       (const struct sockaddr *)&from,
+                                                       gs_mono(s, m->dst), gs_wall(s, m->dst), &out)
+                  : NSRV_GOSSIP_ESRC_ADDR;
+    if (conn)
+        nsrv_gossip_node_pull_conn_closed(nb->g, conn);
+    gs_drain(s, m->dst);
     nsrv_free(m->d);
     m->d = NULL;
     m->len = 0;
@@ -691,6 +758,29 @@ static inline uint64_t gs_node_next(const gs_sim_t *s, uint8_t id) {
     return d == UINT64_MAX ? d : gs_global(s, id, d);
 }
 
+/* The answer to a lookup: node dst's address, or an error while it is unresolvable. */
+static inline void gs_resolve_answer(gs_sim_t *s, const gs_msg_t *m) {
+    gs_node_t *nd = &s->node[m->src];
+    if (!nd->up || nd->life != m->life)
+        return;
+    s->resolving[m->src]--;
+    char host[NSRV_GOSSIP_HOST_MAX + 1];
+    snprintf(host, sizeof host, "%.*s", (int)m->len, (const char *)m->d);
+    struct sockaddr_in ip = gs_addr(m->dst);
+    nsrv_gossip_resolution_t r = {.addr = (const struct sockaddr *)&ip};
+    if (s->unresolvable[m->dst])
+        r = (nsrv_gossip_resolution_t){NULL, -3008, "EAI_NONAME", "unknown node or service"};
+    nsrv_gossip_node_resolved(nd->g, m->dst, host, &r, gs_mono(s, m->src), gs_wall(s, m->src));
+    gs_drain(s, m->src);
+}
+
+/* Held lookups (resolve_hold) are answered at the next event. */
+static inline void gs_resolve_release(gs_sim_t *s) {
+    for (size_t i = 0; i < s->nq; i++)
+        if (s->q[i].kind == GS_RESOLVE && s->q[i].at == UINT64_MAX)
+            s->q[i].at = s->now;
+}
+
 static inline void gs_process(gs_sim_t *s, gs_msg_t *m) {
     switch (m->kind) {
     case GS_DGRAM:
@@ -717,6 +807,9 @@ static inline void gs_process(gs_sim_t *s, gs_msg_t *m) {
         break;
     case GS_PULL_FAIL:
         gs_pull_lost(s, m);
+        break;
+    case GS_RESOLVE:
+        gs_resolve_answer(s, m);
         break;
     default:
         fail();
@@ -781,7 +874,7 @@ static inline void gs_run(gs_sim_t *s, uint64_t ms) {
 static inline void gs_flush(gs_sim_t *s) {
     for (size_t i = 0; i < s->nq; i++) {
         gs_msg_t *m = &s->q[i];
-        if (m->kind != GS_DGRAM)
+        if (m->kind != GS_DGRAM && m->kind != GS_RESOLVE)
             gs_pull_lost(s, m);
         nsrv_free(m->d);
     }

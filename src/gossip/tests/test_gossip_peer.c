@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gossip_test.h"
+#include "nsrv/gossip.h"
 #include "nsrv/netaddr.h"
 #include "testlib.h"
 

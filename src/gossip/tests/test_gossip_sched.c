@@ -407,7 +407,49 @@ static void test_silent_then_up_again(void **state) {
     sim_del(s);
 }
 
+/* A peer is one record: dropped from the configuration, everything the engine kept about it
+ * goes with it (its pull in flight is cancelled, not left to its deadline), and listed again
+ * it starts afresh. */
+static void test_removed_peer_takes_its_whole_record(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_timers(3);
+    s->pull_fail_ms = 0; /* a black hole: only a cancel or the deadline ends the pull */
+    gs_link(s, A, B, false);
+    nsrv_gossip_node_want_all(s->node[A].g, B);
+    uint64_t before = s->pulls_to[A][B];
+    gs_run(s, NSRV_GOSSIP_PULL_BATCH_MS + 1);
+    assert_int_equal(s->pulls_to[A][B], before + 1);
+    uint64_t now = gs_mono(s, A);
+    /* Reload without B (C stays). */
+    nsrv_gossip_key_t key = {.key_id = GS_KEY_ID};
+    memcpy(key.pk, s->node[C].pk, sizeof key.pk);
+    nsrv_gossip_peer_conf_t only_c = {C, "10.0.0.3:7946", &key, 1};
+    assert_int_equal(nsrv_gossip_node_configure_peers(s->node[A].g, &only_c, 1), 0);
+    gs_drain(s, A);
+    assert_int_equal(s->pulls_cancelled[A], 1);
+    assert_null(nsrv_gossip_node_peer_state(s->node[A].g, B, now));
+    assert_int_equal(nsrv_gossip_node_pull_data(s->node[A].g, B, 1, (const uint8_t *)"x", 1, now),
+                     -ESRCH);
+    gs_run(s, NSRV_GOSSIP_PULL_DEADLINE_MS + 1000);
+    assert_int_equal(s->pulls_cancelled[A], 1); /* nothing left to time out */
+    /* Back in the list: a fresh record, so it is asked for a first digest again. */
+    gs_link(s, A, B, true);
+    nsrv_gossip_key_t keys[2] = {{.key_id = GS_KEY_ID}, {.key_id = GS_KEY_ID}};
+    memcpy(keys[0].pk, s->node[B].pk, sizeof keys[0].pk);
+    memcpy(keys[1].pk, s->node[C].pk, sizeof keys[1].pk);
+    nsrv_gossip_peer_conf_t both[2] = {{B, "10.0.0.2:7946", &keys[0], 1},
+                                       {C, "10.0.0.3:7946", &keys[1], 1}};
+    assert_int_equal(nsrv_gossip_node_configure_peers(s->node[A].g, both, 2), 0);
+    size_t from = s->nsent;
+    assert_int_equal(gs_sync(s, A), 1); /* B only: C's first digest came long ago */
+    assert_true(gs_find_sent(s, from, A, B, NSRV_GOSSIP_SYNC_REQ) >= 0);
+    gs_run(s, 6000);
+    assert_string_equal(nsrv_gossip_node_peer_state(s->node[A].g, B, gs_mono(s, A)), "up");
+    sim_del(s);
+}
+
 NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_spreads_a_new_broker),
+               cmocka_unit_test(test_removed_peer_takes_its_whole_record),
                cmocka_unit_test(test_failed_pull_backs_off),
                cmocka_unit_test(test_anchor_is_refreshed),
                cmocka_unit_test(test_sync_repeats_until_answered),

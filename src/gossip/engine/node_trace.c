@@ -52,7 +52,8 @@ static size_t entry_count(const nsrv_gossip_msg_t *m) {
 void nsrv__trace_sent(nsrv_gossip_node_t *n, uint8_t dst, const uint8_t *d, size_t len) {
     nsrv__peer_state_t *ps = nsrv__ps(n, dst);
     /* emit follows the sender's seq increment: this datagram had the one before. */
-    ps->seq_sent = n->sender.next_seq - 1;
+    if (ps)
+        ps->seq_sent = n->sender.next_seq - 1;
     if (nsrv_log_level < NSRV_LOG_DEBUG)
         return;
     nsrv_gossip_msg_t m;

@@ -20,10 +20,9 @@
 
 /* ---- the per-peer record ---- */
 
-nsrv__peer_state_t *nsrv__ps(nsrv_gossip_node_t *n, uint8_t peer) {
-    if (!n->ps[peer])
-        n->ps[peer] = nsrv_calloc(1, sizeof *n->ps[peer]);
-    return n->ps[peer];
+nsrv__peer_state_t *nsrv__ps(const nsrv_gossip_node_t *n, uint8_t peer) {
+    nsrv_gossip_peer_t *p = nsrv_gossip_peers_find(n->peers, peer);
+    return p ? nsrv__peer_state(p) : NULL;
 }
 
 /* ---- pending pulls ---- */
@@ -73,6 +72,8 @@ static bool unusable_put(nsrv__peer_state_t *ps, uint64_t key, const nsrv_data_v
 void nsrv__pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
                     const nsrv_data_version_t *dv, uint64_t now) {
     nsrv__peer_state_t *ps = nsrv__ps(n, peer);
+    if (!ps)
+        return;
     nsrv__unusable_t *u;
     HASH_FIND(hh, ps->unusable, &key, sizeof key, u);
     if (u) {
@@ -110,6 +111,9 @@ static void pend_clear(nsrv__peer_state_t *ps) {
 size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64_t *keys,
                                   size_t cap, bool *all, uint64_t now_mono) {
     nsrv__peer_state_t *ps = nsrv__ps(n, peer_id);
+    *all = false;
+    if (!ps)
+        return 0;
     *all = ps->pend_all;
     ps->pend_all = false;
     if (*all) {
@@ -143,7 +147,9 @@ size_t nsrv_gossip_node_take_pull(nsrv_gossip_node_t *n, uint8_t peer_id, uint64
 }
 
 void nsrv_gossip_node_want_all(nsrv_gossip_node_t *n, uint8_t peer_id) {
-    nsrv__ps(n, peer_id)->pend_all = true;
+    nsrv__peer_state_t *ps = nsrv__ps(n, peer_id);
+    if (ps)
+        ps->pend_all = true;
 }
 
 /* ---- making pulls ---- */
@@ -153,15 +159,11 @@ static void pull_end(nsrv__peer_state_t *ps) {
     nsrv_gossip_pull_dec_destroy(&ps->dec);
 }
 
-void nsrv__ps_free(nsrv_gossip_node_t *n, uint8_t peer) {
-    nsrv__peer_state_t *ps = n->ps[peer];
-    if (!ps)
-        return;
+void nsrv__peer_state_release(nsrv__peer_state_t *ps) {
     pend_clear(ps);
     unusable_clear(ps);
     pull_end(ps);
-    nsrv_free(ps);
-    n->ps[peer] = NULL;
+    memset(ps, 0, sizeof *ps);
 }
 
 static void pull_fail(nsrv_gossip_node_t *n, uint8_t peer, nsrv__peer_state_t *ps, uint64_t now) {
@@ -221,15 +223,17 @@ void nsrv__pull_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall)
 
 uint64_t nsrv__pull_expire(nsrv_gossip_node_t *n, uint64_t now_mono) {
     uint64_t next = UINT64_MAX;
-    for (int i = 0; i < 256; i++) {
-        nsrv__peer_state_t *ps = n->ps[i];
-        if (!ps || !ps->pulling)
+    for (size_t k = 0; k < nsrv_gossip_peers_count(n->peers); k++) {
+        nsrv_gossip_peer_t *p = nsrv_gossip_peers_at(n->peers, k);
+        uint8_t i = nsrv_gossip_peer_id(p);
+        nsrv__peer_state_t *ps = nsrv__peer_state(p);
+        if (!ps->pulling)
             continue;
         uint64_t due = ps->pull_sent_at + NSRV_GOSSIP_PULL_DEADLINE_MS;
         if (now_mono > due) {
-            nsrv_log_info("GOSSIP", "pull from node %d timed out", i);
-            nsrv__emit(n, NSRV_GOSSIP_ACT_PULL_CANCEL, (uint8_t)i, ps->pull_id, NULL, 0);
-            pull_fail(n, (uint8_t)i, ps, now_mono);
+            nsrv_log_info("GOSSIP", "pull from node %u timed out", i);
+            nsrv__emit(n, NSRV_GOSSIP_ACT_PULL_CANCEL, i, ps->pull_id, NULL, 0);
+            pull_fail(n, i, ps, now_mono);
         } else if (due + 1 < next) {
             next = due + 1;
         }
@@ -237,8 +241,33 @@ uint64_t nsrv__pull_expire(nsrv_gossip_node_t *n, uint64_t now_mono) {
     return next;
 }
 
+int nsrv_gossip_node_configure_peers(nsrv_gossip_node_t *n, const nsrv_gossip_peer_conf_t *confs,
+                                     size_t count) {
+    /* A peer that leaves takes its record along: a pull to it in flight is abandoned. */
+    struct {
+        uint8_t peer;
+        uint32_t pull_id;
+    } gone[NSRV_GOSSIP_NODE_MAX + 1];
+    size_t n_gone = 0;
+    for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
+        nsrv_gossip_peer_t *p = nsrv_gossip_peers_at(n->peers, i);
+        const nsrv__peer_state_t *ps = nsrv__peer_state(p);
+        bool stays = false;
+        for (size_t k = 0; k < count && !stays; k++)
+            stays = confs[k].node_id == nsrv_gossip_peer_id(p);
+        if (!stays && ps->pulling && n_gone < sizeof gone / sizeof gone[0]) {
+            gone[n_gone].peer = nsrv_gossip_peer_id(p);
+            gone[n_gone++].pull_id = ps->pull_id;
+        }
+    }
+    int rc = nsrv_gossip_peers_configure(n->peers, confs, count);
+    for (size_t i = 0; rc == 0 && i < n_gone; i++)
+        nsrv__emit(n, NSRV_GOSSIP_ACT_PULL_CANCEL, gone[i].peer, gone[i].pull_id, NULL, 0);
+    return rc;
+}
+
 static nsrv__peer_state_t *pull_of(nsrv_gossip_node_t *n, uint8_t peer, uint32_t pull_id) {
-    nsrv__peer_state_t *ps = n->ps[peer];
+    nsrv__peer_state_t *ps = nsrv__ps(n, peer);
     return ps && ps->pulling && ps->pull_id == pull_id ? ps : NULL;
 }
 
@@ -314,7 +343,7 @@ size_t nsrv_gossip_node_apply_pull(nsrv_gossip_node_t *n, uint8_t peer_id,
                                               false, &lim, &n->arena, &body, err,
                                               sizeof err) != 0) {
             n->c.pulled_refused++;
-            if (unusable_put(ps, it->bkey, &it->dv, now_mono))
+            if (!ps || unusable_put(ps, it->bkey, &it->dv, now_mono))
                 nsrv_log_warn("GOSSIP",
                               "pulled registration from node %u unusable: %s (not pulled again "
                               "at this version for %d s)",

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine's state, shared by its parts: node.c (digests out, reports in,
- * status), node_pull.c (what to pull, pulls made and served) and
- * node_sched.c (the clock: what is due when, and the outbox of actions).
+ * status), node_pull.c (what to pull, pulls made and served), node_sched.c
+ * (the clock: what is due when, and the outbox of actions), node_resolve.c
+ * (name lookups), node_conns.c (pull server connections), node_presence.c,
+ * node_refusal.c and node_trace.c. Per-peer state is in peer_state.h.
  */
 #pragma once
 
@@ -19,11 +21,10 @@
 #include "nsrv/route.h"
 #include "nsrv/uthash.h"
 
+#include "peer_state.h"
+
 /* Fresh pulls decode registrations as the newest broker version would send them. */
 #define NSRV__GOSSIP_PULL_BODY_VERSION NSRV_MQ_CURRENT
-
-/* "host:port" or "[v6]:port" of an announced endpoint, with its NUL. */
-#define NSRV__ADDR_TEXT_MAX (NSRV_GOSSIP_ANN_HOST_MAX + 10)
 
 /* What a bkey stands for; learned from our own table or from pulls. */
 typedef struct {
@@ -43,22 +44,6 @@ typedef struct {
     bool for_unconfirmed;  /* the delta being built carries it only to unconfirmed peers */
 } nsrv__ident_t;
 
-/* A registration refused from one peer's pull, by key: not pulled again at
- * this version or an older one until `until` (NSRV_GOSSIP_UNUSABLE_RETRY_MS). */
-typedef struct {
-    uint64_t key;
-    UT_hash_handle hh;
-    nsrv_data_version_t dv;
-    uint64_t until;
-} nsrv__unusable_t;
-
-/* A key waiting to be pulled from one peer. */
-typedef struct {
-    uint64_t key;
-    UT_hash_handle hh;
-    nsrv_data_version_t dv; /* the version the peer reported */
-} nsrv__pend_t;
-
 typedef struct {
     uint64_t bkey;
     nsrv_data_version_t dv;
@@ -66,54 +51,12 @@ typedef struct {
     uint8_t deltas; /* deltas that carried it (up to 1 + NSRV_GOSSIP_DELTA_REPEATS) */
 } nsrv__tomb_t;
 
-/* The last refusal of gossip claiming one sender (node_refusal.c). */
+/* A pull server connection the I/O layer holds under id (node_conns.c). */
 typedef struct {
-    uint64_t at, bad_at; /* last refusal; last one that degrades /health */
-    int reason;
-    uint64_t logged_at, quiet; /* rate-limited log line; refusals not logged since */
-    int logged_reason;
-} nsrv__refusal_t;
-
-/* What became of one digest entry from a peer (node_trace.c names them). */
-enum {
-    NSRV__ENTRY_APPLIED,   /* its age was taken */
-    NSRV__ENTRY_UNKNOWN,   /* we hold no such broker: pulled */
-    NSRV__ENTRY_NEWER,     /* the peer has a newer data version: pulled */
-    NSRV__ENTRY_NO_ANCHOR, /* no clock anchor of the peer's incarnation: pulled */
-    NSRV__ENTRY_N
-};
-
-/* Everything the engine keeps about one peer (besides its security state in
- * nsrv_gossip_peer_t, which the peer table owns). */
-typedef struct {
-    /* what to pull from it */
-    nsrv__pend_t *pend;
-    size_t n_pend;
-    bool pend_all;
-    nsrv__unusable_t *unusable;
-    size_t n_unusable;
-    /* digests */
-    bool got_digest;          /* its first digest arrived: no more SYNC_REQ */
-    uint64_t last_sync_reply; /* when we last answered its SYNC_REQ */
-    /* the pull in flight (at most one per peer) */
-    bool pulling, pull_all;
-    uint32_t pull_id;
-    uint64_t pull_sent_at;
-    nsrv_gossip_pull_dec_t *dec;
-    uint64_t last_pull_ok, last_pull_fail;
-    nsrv__refusal_t refused;
-    /* sequence numbers sent and accepted, entries by outcome (node_trace.c) */
-    uint64_t seq_sent, seq_accepted, inc_accepted;
-    uint64_t entries[NSRV__ENTRY_N];
-    /* presence (node_presence.c, proto/gossip.md §5.7, §5.8) */
-    bool announced;         /* an ANNOUNCE came from its current incarnation: it speaks them */
-    uint8_t announces_sent; /* to its current incarnation while it has not announced */
-    char ns_addr[NSRV__ADDR_TEXT_MAX];     /* its NameServer address, "" until announced */
-    char status_addr[NSRV__ADDR_TEXT_MAX]; /* its status endpoint, "" if none */
-    uint64_t left_inc;                     /* the incarnation that said LEAVE; 0 none */
-    bool silent;                           /* logged as silent, not back yet */
-    uint64_t gone_at; /* last valid packet before it went silent, or its LEAVE */
-} nsrv__peer_state_t;
+    uint32_t id;
+    uint64_t opened; /* accepted, local mono */
+    bool replied;    /* its request was answered: the reply is being written */
+} nsrv__conn_t;
 
 /* One queued output; its bytes live in the outbox buffer. */
 typedef struct {
@@ -129,7 +72,6 @@ struct nsrv_gossip_node {
     nsrv_route_t *rt;
     nsrv_gossip_peers_t *peers;
     nsrv__ident_t *idents;
-    nsrv__peer_state_t *ps[256];
     nsrv__tomb_t *tombs;
     size_t n_tombs, cap_tombs;
     nsrv__refusal_t refused_unknown;
@@ -150,6 +92,15 @@ struct nsrv_gossip_node {
     char ann_ns_host[NSRV_GOSSIP_ANN_HOST_MAX + 1], ann_status_host[NSRV_GOSSIP_ANN_HOST_MAX + 1];
     uint16_t ann_ns_port, ann_status_port;
     char source[16];
+    /* name lookups (node_resolve.c); start_by: the start waits for resolve_waiting
+     * answers until then at most */
+    uint64_t next_resolve, start_by;
+    unsigned resolve_inflight, resolve_waiting;
+    /* pull server connections, oldest first (node_conns.c) */
+    nsrv__conn_t conns[NSRV_GOSSIP_PULL_SRV_MAX];
+    size_t n_conns;
+    uint32_t next_conn_id;
+    uint64_t not_peer_logged_at, not_peer_quiet; /* rate-limited log of non-peer pulls */
 };
 
 /* node.c */
@@ -166,8 +117,8 @@ nsrv_gossip_send_opts_t nsrv__send_opts(nsrv_gossip_node_t *n, uint8_t dst, uint
                                         int64_t now_wall);
 
 /* node_pull.c */
-nsrv__peer_state_t *nsrv__ps(nsrv_gossip_node_t *n, uint8_t peer);
-void nsrv__ps_free(nsrv_gossip_node_t *n, uint8_t peer);
+/* The engine's part of a configured peer's record; NULL for an id not configured. */
+nsrv__peer_state_t *nsrv__ps(const nsrv_gossip_node_t *n, uint8_t peer);
 void nsrv__pend_add(nsrv_gossip_node_t *n, uint8_t peer, uint64_t key,
                     const nsrv_data_version_t *dv, uint64_t now);
 /* Starts the pulls that are due (one per peer at a time, back-off, anchor refresh). */
@@ -200,7 +151,24 @@ void nsrv__watch_peer(nsrv_gossip_node_t *n, nsrv_gossip_peer_t *p, uint64_t now
 bool nsrv__peer_alive(const nsrv_gossip_node_t *n, const nsrv_gossip_peer_info_t *info,
                       uint64_t now_mono);
 
+/* node_resolve.c */
+/* Starts lookups of the names that are due (kick: a packet or pull connection was just
+ * refused for its source address), within the in-flight cap. */
+void nsrv__resolve_due(nsrv_gossip_node_t *n, uint64_t now, bool kick);
+/* At start: every name looked up; the start waits for them (nsrv__resolve_tick). */
+void nsrv__resolve_begin(nsrv_gossip_node_t *n, uint64_t now_mono);
+/* The resolver's poll; true when the start stops waiting for the names now. */
+bool nsrv__resolve_tick(nsrv_gossip_node_t *n, uint64_t now_mono);
+uint64_t nsrv__resolve_deadline(const nsrv_gossip_node_t *n);
+
+/* node_conns.c */
+/* Closes the connections past their deadline. */
+void nsrv__conns_expire(nsrv_gossip_node_t *n, uint64_t now_mono);
+uint64_t nsrv__conns_deadline(const nsrv_gossip_node_t *n);
+
 /* node_sched.c */
+/* The start itself: start-up pulls, ANNOUNCE, SYNC_REQ, the schedule. */
+void nsrv__start_now(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall);
 void nsrv__emit(nsrv_gossip_node_t *n, uint8_t kind, uint8_t peer, uint32_t pull_id, const void *d,
                 size_t len);
 void nsrv__random(nsrv_gossip_node_t *n, void *buf, size_t len);

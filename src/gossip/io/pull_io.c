@@ -7,7 +7,6 @@
  * is the engine's decision (node_pull.c).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <string.h>
 
 #include "nsrv/alloc.h"
@@ -15,15 +14,14 @@
 #include "nsrv/common.h"
 #include "nsrv/gossip_timing.h"
 #include "nsrv/log.h"
-#include "nsrv/netaddr.h"
 
 #include "transport_int.h"
 
 struct nsrv__pull_srv {
     uv_tcp_t tcp;
     nsrv_gossip_t *g;
+    uint32_t id; /* the engine's (nsrv_gossip_node_pull_conn_open); 0 until admitted */
     nsrv_buf_t in;
-    uint64_t started;
     bool replied;
     nsrv__pull_srv_t *next;
 };
@@ -60,6 +58,7 @@ static void pull_conn_free(nsrv_gossip_t *g, nsrv_buf_t *buf, void *conn) {
 
 static void srv_closed(uv_handle_t *h) {
     nsrv__pull_srv_t *s = (nsrv__pull_srv_t *)h;
+    nsrv_gossip_node_pull_conn_closed(s->g->node, s->id);
     pull_conn_free(s->g, &s->in, s);
 }
 
@@ -115,9 +114,9 @@ static void srv_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
     int flen = sizeof from;
     uv_tcp_getpeername(&s->tcp, (struct sockaddr *)&from, &flen);
     nsrv_buf_t out = NSRV_BUF_INIT;
-    int rc = nsrv_gossip_node_serve_pull(s->g->node, (const uint8_t *)s->in.data + 4, n,
-                                         (const struct sockaddr *)&from, nsrv__gossip_mono(),
-                                         nsrv_now_wall_ms(), &out);
+    int rc = nsrv_gossip_node_pull_conn_request(s->g->node, s->id, (const uint8_t *)s->in.data + 4,
+                                                n, (const struct sockaddr *)&from,
+                                                nsrv__gossip_mono(), nsrv_now_wall_ms(), &out);
     if (rc != 0) {
         /* Never answer what failed authentication: just hang up. */
         nsrv_log_debug("GOSSIP", "pull request refused: %s", nsrv_gossip_reason_name(rc));
@@ -137,61 +136,14 @@ static void srv_read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf) {
         srv_write_cb(&w->req, err);
 }
 
-/* Closes the oldest connection that has not sent its request yet (the list
- * is newest first); false if every one is being answered. */
-static bool evict_oldest(nsrv_gossip_t *g) {
-    nsrv__pull_srv_t *victim = NULL;
-    for (nsrv__pull_srv_t *s = g->srvs; s; s = s->next)
-        if (!s->replied)
-            victim = s;
-    if (!victim)
-        return false;
-    nsrv_gossip_node_counters(g->node)->pull_conns_evicted++;
-    srv_close(victim);
-    return true;
-}
-
-static size_t srv_count(const nsrv_gossip_t *g) {
-    size_t n = 0;
-    for (const nsrv__pull_srv_t *s = g->srvs; s; s = s->next)
-        n++;
-    return n;
-}
-
-static void log_not_peer(nsrv_gossip_t *g, const struct sockaddr *from) {
-    uint64_t now = nsrv__gossip_mono();
-    if (g->not_peer_logged_at && now - g->not_peer_logged_at < NSRV_GOSSIP_REFUSAL_LOG_MS) {
-        g->not_peer_quiet++;
-        return;
-    }
-    char addr[64];
-    nsrv_sockaddr_format(from, addr, sizeof addr);
-    nsrv_log_warn("GOSSIP",
-                  "pull connection from %s closed: not a configured peer's address (%" PRIu64
-                  " more since the last line)",
-                  addr, g->not_peer_quiet);
-    g->not_peer_logged_at = now;
-    g->not_peer_quiet = 0;
-}
-
 void nsrv__pull_listen_cb(uv_stream_t *l, int status) {
     nsrv_gossip_t *g = l->data;
     if (status < 0 || g->stopping)
         return;
-    if (srv_count(g) >= NSRV_GOSSIP_PULL_SRV_MAX && !evict_oldest(g)) {
-        /* Every slot is answering a real request: refuse this one. */
-        uv_tcp_t *t = nsrv_calloc(1, sizeof *t);
-        uv_tcp_init(g->loop, t);
-        if (uv_accept(l, (uv_stream_t *)t) == 0)
-            nsrv_gossip_node_counters(g->node)->pull_conns_evicted++;
-        uv_close((uv_handle_t *)t, (uv_close_cb)nsrv_free);
-        return;
-    }
     nsrv__pull_srv_t *s = nsrv_calloc(1, sizeof *s);
     uv_tcp_init(g->loop, &s->tcp);
     s->tcp.data = g;
     s->g = g;
-    s->started = nsrv__gossip_mono();
     g->open_handles++;
     s->next = g->srvs;
     g->srvs = s;
@@ -199,36 +151,26 @@ void nsrv__pull_listen_cb(uv_stream_t *l, int status) {
         srv_close(s);
         return;
     }
-    /* As on the datagram path: only configured peers' addresses may pull. */
+    /* Whether it may stay, and which older one goes, is the engine's call. */
     struct sockaddr_storage from;
     int flen = sizeof from;
-    if (uv_tcp_getpeername(&s->tcp, (struct sockaddr *)&from, &flen) != 0 ||
-        !nsrv_gossip_peers_ip_known(g->peers, (const struct sockaddr *)&from)) {
-        nsrv_gossip_node_counters(g->node)->pull_conns_not_peer++;
-        log_not_peer(g, (const struct sockaddr *)&from);
+    bool known = uv_tcp_getpeername(&s->tcp, (struct sockaddr *)&from, &flen) == 0;
+    s->id = nsrv_gossip_node_pull_conn_open(g->node, known ? (const struct sockaddr *)&from : NULL,
+                                            nsrv__gossip_mono());
+    if (s->id == 0)
         srv_close(s);
-        nsrv__gossip_resolve_due(g, true); /* a named peer may have come back elsewhere */
-        return;
-    }
-    uv_read_start((uv_stream_t *)&s->tcp, srv_alloc_cb, srv_read_cb);
-    nsrv__gossip_pump(g); /* arms the timer for this connection's deadline */
+    else
+        uv_read_start((uv_stream_t *)&s->tcp, srv_alloc_cb, srv_read_cb);
+    nsrv__gossip_pump(g); /* an eviction, a lookup, and the timer for this one's deadline */
 }
 
-uint64_t nsrv__pull_srv_sweep(nsrv_gossip_t *g, uint64_t now) {
-    uint64_t next = UINT64_MAX;
-    for (nsrv__pull_srv_t *s = g->srvs, *nx; s; s = nx) {
-        nx = s->next;
-        /* A complete signed request soon, or the connection goes. */
-        uint64_t due = s->started + (s->replied ? NSRV_GOSSIP_PULL_DEADLINE_MS
-                                                : NSRV_GOSSIP_PULL_REQ_DEADLINE_MS);
-        if (now > due) {
-            if (!s->replied)
-                nsrv_gossip_node_counters(g->node)->pull_conns_timed_out++;
+void nsrv__pull_srv_close(nsrv_gossip_t *g, uint32_t conn) {
+    for (nsrv__pull_srv_t *s = g->srvs; s; s = s->next) {
+        if (s->id == conn) {
             srv_close(s);
-        } else if (due + 1 < next)
-            next = due + 1;
+            return;
+        }
     }
-    return next;
 }
 
 /* ---- client ---- */

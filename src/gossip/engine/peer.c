@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Peer table, receive pipeline, replay window, clock-offset tracking and
- * round-trip clock anchors (proto/gossip.md §7.6, §8, §9). Pure.
+ * round-trip clock anchors (proto/gossip.md §7.6, §8, §9). Pure. Each peer is
+ * one record: this security state and the engine's part (peer_state.h).
  */
 #include "nsrv/gossip_peer.h"
 
@@ -13,6 +14,8 @@
 
 #include "nsrv/alloc.h"
 #include "nsrv/netaddr.h"
+
+#include "peer_state.h"
 
 #define WINDOW_WORDS (NSRV_GOSSIP_WINDOW / 64)
 
@@ -34,7 +37,7 @@ struct nsrv_gossip_peer {
     uint8_t node_id;
     struct sockaddr_storage addr; /* AF_UNSPEC while a named peer has never resolved */
     socklen_t addr_len;
-    /* A peer configured by host name: the I/O layer resolves it (resolve.c). */
+    /* A peer configured by host name: looked up when the engine says (node_resolve.c). */
     char host[NSRV_GOSSIP_HOST_MAX + 1]; /* "" for a literal address */
     uint16_t port;
     int resolve_err; /* the last resolution's error; 0 after a success */
@@ -70,6 +73,8 @@ struct nsrv_gossip_peer {
     uint8_t last_key_id;
     uint64_t accepted;
     uint64_t rejected[NSRV_GOSSIP_NREASONS];
+
+    nsrv__peer_state_t eng; /* what the engine keeps about it (pulls, presence, trace) */
 };
 
 struct nsrv_gossip_peers {
@@ -176,6 +181,17 @@ static uint32_t clamp_dgram(uint32_t v) {
     return v >= NSRV_GOSSIP_DGRAM_MIN && v <= NSRV_GOSSIP_DGRAM_MAX ? v : NSRV_GOSSIP_DGRAM_DEFAULT;
 }
 
+static void peer_free(nsrv_gossip_peer_t *p) {
+    if (!p)
+        return;
+    nsrv__peer_state_release(&p->eng);
+    nsrv_free(p);
+}
+
+nsrv__peer_state_t *nsrv__peer_state(nsrv_gossip_peer_t *p) {
+    return &p->eng;
+}
+
 nsrv_gossip_peers_t *nsrv_gossip_peers_create(uint32_t max_dgram) {
     nsrv_gossip_peers_t *t = nsrv_calloc(1, sizeof *t);
     t->max_dgram = clamp_dgram(max_dgram);
@@ -186,7 +202,7 @@ void nsrv_gossip_peers_destroy(nsrv_gossip_peers_t **tp) {
     if (!tp || !*tp)
         return;
     for (int i = 0; i < 256; i++)
-        nsrv_free((*tp)->by_id[i]);
+        peer_free((*tp)->by_id[i]);
     nsrv_free(*tp);
     *tp = NULL;
 }
@@ -228,7 +244,7 @@ int nsrv_gossip_peers_configure(nsrv_gossip_peers_t *t, const nsrv_gossip_peer_c
     t->count = 0;
     for (int id = 0; id < 256; id++) {
         if (t->by_id[id] && !seen[id]) {
-            nsrv_free(t->by_id[id]);
+            peer_free(t->by_id[id]);
             t->by_id[id] = NULL;
         }
         if (t->by_id[id])
@@ -299,6 +315,10 @@ void nsrv_gossip_peer_set_resolve_error(nsrv_gossip_peer_t *p, int err, const ch
 void nsrv_gossip_peer_resolve_started(nsrv_gossip_peer_t *p, uint64_t now_mono_ms) {
     p->resolving = p->resolved_once = true;
     p->resolve_at = now_mono_ms;
+}
+
+void nsrv_gossip_peer_resolve_soon(nsrv_gossip_peer_t *p) {
+    p->resolved_once = false;
 }
 
 bool nsrv_gossip_peer_resolving(const nsrv_gossip_peer_t *p) {

@@ -104,8 +104,9 @@ void nsrv_gossip_node_destroy(nsrv_gossip_node_t **np) {
     HASH_ITER(hh, n->idents, i, tmp) {
         ident_free(n, i);
     }
-    for (int p = 0; p < 256; p++)
-        nsrv__ps_free(n, (uint8_t)p);
+    /* The records outlive the engine (the table is the caller's): its part of each goes. */
+    for (size_t k = 0; k < nsrv_gossip_peers_count(n->peers); k++)
+        nsrv__peer_state_release(nsrv__peer_state(nsrv_gossip_peers_at(n->peers, k)));
     nsrv_free(n->tombs);
     nsrv_free(n->acts);
     nsrv_buf_deinit(&n->out);
@@ -467,6 +468,8 @@ int nsrv_gossip_node_on_dgram(nsrv_gossip_node_t *n, const uint8_t *d, size_t le
                                     now_wall, &m, &n->arena, &p);
     if (rc != 0) {
         nsrv__note_refusal(n, d, len, from, rc, false, now_mono);
+        if (rc == NSRV_GOSSIP_ESRC_ADDR)
+            nsrv__resolve_due(n, now_mono, true); /* a named peer may have come back elsewhere */
         return rc;
     }
     uint8_t pid = nsrv_gossip_peer_id(p);

@@ -54,6 +54,18 @@ static uint64_t jittered(nsrv_gossip_node_t *n, uint32_t ms) {
 }
 
 void nsrv_gossip_node_start(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall) {
+    if (n->started || n->resolve_waiting)
+        return;
+    nsrv__resolve_begin(n, now_mono);
+    if (!n->resolve_waiting)
+        nsrv__start_now(n, now_mono, now_wall);
+}
+
+bool nsrv_gossip_node_started(const nsrv_gossip_node_t *n) {
+    return n->started;
+}
+
+void nsrv__start_now(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall) {
     /* A (re)started node asks for observations and registrations at once. */
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++)
         nsrv_gossip_node_want_all(n, nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i)));
@@ -71,6 +83,12 @@ void nsrv_gossip_node_start(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t no
 }
 
 void nsrv_gossip_node_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall) {
+    /* Pull connections and name lookups run before the start too. */
+    nsrv__conns_expire(n, now_mono);
+    if (nsrv__resolve_tick(n, now_mono)) {
+        nsrv__start_now(n, now_mono, now_wall); /* it runs the rest of this tick */
+        return;
+    }
     if (!n->started)
         return;
     /* Ticks come at least every delta period: a silence is logged that late at most. */
@@ -96,15 +114,17 @@ void nsrv_gossip_node_tick(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now
 }
 
 uint64_t nsrv_gossip_node_deadline(const nsrv_gossip_node_t *n) {
+    uint64_t t = NSRV_MIN(nsrv__resolve_deadline(n), nsrv__conns_deadline(n));
     if (!n->started)
-        return UINT64_MAX;
-    uint64_t t = NSRV_MIN(n->next_full, n->next_delta);
+        return t;
+    t = NSRV_MIN(t, n->next_full);
+    t = NSRV_MIN(t, n->next_delta);
     t = NSRV_MIN(t, n->next_pull);
     if (n->next_sync)
         t = NSRV_MIN(t, n->next_sync);
-    for (int i = 0; i < 256; i++) {
-        const nsrv__peer_state_t *ps = n->ps[i];
-        if (ps && ps->pulling)
+    for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
+        const nsrv__peer_state_t *ps = nsrv__peer_state(nsrv_gossip_peers_at(n->peers, i));
+        if (ps->pulling)
             t = NSRV_MIN(t, ps->pull_sent_at + NSRV_GOSSIP_PULL_DEADLINE_MS + 1);
     }
     return t;

@@ -8,33 +8,17 @@
  * NSRV_GOSSIP_REFUSAL_HEALTH_MS unless the reason is one that ordinary UDP
  * produces (a duplicate, a datagram of a peer's previous life).
  */
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 
 #include "node_int.h"
 
 static bool benign(int reason) {
     return reason == NSRV_GOSSIP_EREPLAY || reason == NSRV_GOSSIP_EOLD_INC;
-}
-
-static void addr_text(const struct sockaddr *sa, char *buf, size_t cap) {
-    char ip[INET6_ADDRSTRLEN] = "?";
-    if (sa && sa->sa_family == AF_INET) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof ip);
-        snprintf(buf, cap, "%s:%u", ip, ntohs(s4->sin_port));
-    } else if (sa && sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof ip);
-        snprintf(buf, cap, "[%s]:%u", ip, ntohs(s6->sin6_port));
-    } else {
-        snprintf(buf, cap, "?");
-    }
 }
 
 void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
@@ -57,7 +41,7 @@ void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
         return;
     }
     char who[96], addr[64];
-    addr_text(from, addr, sizeof addr);
+    nsrv_sockaddr_format(from, addr, sizeof addr);
     if (pid)
         snprintf(who, sizeof who, "node %u (%s)", pid, addr);
     else
@@ -73,13 +57,17 @@ void nsrv__note_refusal(nsrv_gossip_node_t *n, const uint8_t *d, size_t len,
 /* The most recent non-benign refusal within the health window, or NULL. */
 static const nsrv__refusal_t *worst(const nsrv_gossip_node_t *n, uint64_t now, uint8_t *pid) {
     const nsrv__refusal_t *best = NULL;
-    for (int i = 0; i < 256; i++) {
-        const nsrv__refusal_t *r = i ? (n->ps[i] ? &n->ps[i]->refused : NULL) : &n->refused_unknown;
-        if (!r || !r->bad_at || now - r->bad_at >= NSRV_GOSSIP_REFUSAL_HEALTH_MS)
+    /* "unknown" first, then the peers by id: the first of equals wins */
+    size_t np = nsrv_gossip_peers_count(n->peers);
+    for (size_t k = 0; k <= np; k++) {
+        const nsrv_gossip_peer_t *p = k ? nsrv_gossip_peers_at(n->peers, k - 1) : NULL;
+        const nsrv__refusal_t *r =
+            p ? &nsrv__peer_state((nsrv_gossip_peer_t *)p)->refused : &n->refused_unknown;
+        if (!r->bad_at || now - r->bad_at >= NSRV_GOSSIP_REFUSAL_HEALTH_MS)
             continue;
         if (!best || r->bad_at > best->bad_at) {
             best = r;
-            *pid = (uint8_t)i;
+            *pid = p ? nsrv_gossip_peer_id(p) : 0;
         }
     }
     return best;

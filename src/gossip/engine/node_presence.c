@@ -65,7 +65,7 @@ size_t nsrv_gossip_node_leave(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t 
     size_t told = 0;
     for (size_t i = 0; i < nsrv_gossip_peers_count(n->peers); i++) {
         uint8_t dst = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
-        const nsrv__peer_state_t *ps = n->ps[dst];
+        const nsrv__peer_state_t *ps = nsrv__ps(n, dst);
         /* Only peers that speak it: an older one would log the datagram as refused. */
         if (!ps || !ps->announced)
             continue;
@@ -133,7 +133,7 @@ void nsrv__on_presence(nsrv_gossip_node_t *n, uint8_t peer, const nsrv_gossip_ms
 
 bool nsrv__peer_alive(const nsrv_gossip_node_t *n, const nsrv_gossip_peer_info_t *info,
                       uint64_t now_mono) {
-    const nsrv__peer_state_t *ps = n->ps[info->node_id];
+    const nsrv__peer_state_t *ps = nsrv__ps(n, info->node_id);
     if (ps && ps->left_inc && ps->left_inc == info->incarnation)
         return false;
     return info->has_incarnation &&
@@ -175,7 +175,7 @@ const char *nsrv_gossip_node_peer_state(nsrv_gossip_node_t *n, uint8_t peer_id, 
         return NULL;
     nsrv_gossip_peer_info_t info;
     nsrv_gossip_peer_info(p, &info);
-    const nsrv__peer_state_t *ps = n->ps[peer_id];
+    const nsrv__peer_state_t *ps = nsrv__ps(n, peer_id);
     if (ps && ps->left_inc && ps->left_inc == info.incarnation)
         return "left";
     if (nsrv__peer_alive(n, &info, now_mono))
@@ -186,11 +186,11 @@ const char *nsrv_gossip_node_peer_state(nsrv_gossip_node_t *n, uint8_t peer_id, 
 }
 
 const char *nsrv_gossip_node_peer_nsaddr(nsrv_gossip_node_t *n, uint8_t peer_id) {
-    const nsrv__peer_state_t *ps = n->ps[peer_id];
+    const nsrv__peer_state_t *ps = nsrv__ps(n, peer_id);
     return ps && *ps->ns_addr ? ps->ns_addr : NULL;
 }
 
 const char *nsrv_gossip_node_peer_status_addr(nsrv_gossip_node_t *n, uint8_t peer_id) {
-    const nsrv__peer_state_t *ps = n->ps[peer_id];
+    const nsrv__peer_state_t *ps = nsrv__ps(n, peer_id);
     return ps && *ps->status_addr ? ps->status_addr : NULL;
 }

@@ -4,7 +4,7 @@
  * when the wall clock does not (proto/gossip.md §9.3; memberlist #311 is the
  * bug this avoids). Blocking; startup only.
  */
-#include "nsrv/gossip_peer.h"
+#include "nsrv/gossip.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -84,8 +84,6 @@ static void udp_recv_cb(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
                                        mono(), nsrv_now_wall_ms());
     if (rc != 0)
         nsrv_log_debug("GOSSIP", "datagram dropped: %s", nsrv_gossip_reason_name(rc));
-    if (rc == NSRV_GOSSIP_ESRC_ADDR)
-        nsrv__gossip_resolve_due(g, true); /* a named peer may have come back elsewhere */
     nsrv__gossip_pump(g);
 }
 
@@ -107,13 +105,19 @@ void nsrv__gossip_pump(nsrv_gossip_t *g) {
         case NSRV_GOSSIP_ACT_PULL_CANCEL:
             nsrv__pull_cancel(g, a.peer, a.pull_id);
             break;
+        case NSRV_GOSSIP_ACT_RESOLVE:
+            nsrv__gossip_resolve(g, a.peer, a.data, a.len);
+            break;
+        case NSRV_GOSSIP_ACT_CLOSE:
+            nsrv__pull_srv_close(g, a.pull_id);
+            break;
         default:
             break;
         }
     }
     g->pumping = false;
     uint64_t now = mono();
-    uint64_t due = NSRV_MIN(nsrv_gossip_node_deadline(g->node), nsrv__pull_srv_sweep(g, now));
+    uint64_t due = nsrv_gossip_node_deadline(g->node);
     uv_timer_start(&g->timer, timer_cb, due > now ? due - now : 0, 0);
 }
 
@@ -142,7 +146,9 @@ static int apply_config(nsrv_gossip_t *g, const nsrv_config_t *cfg, bool first, 
     if (rc == 0)
         rc = nsrv_gossip_check_own_key(list, (uint8_t)cfg->gossip_node_id,
                                        (uint8_t)cfg->gossip_key_id, pk, err, errlen);
-    if (rc == 0 && (rc = nsrv_gossip_peers_configure(g->peers, list->confs, list->n)) != 0)
+    if (rc == 0 &&
+        (rc = first ? nsrv_gossip_peers_configure(g->peers, list->confs, list->n)
+                    : nsrv_gossip_node_configure_peers(g->node, list->confs, list->n)) != 0)
         snprintf(err, errlen, "gossipPeers/gossipPeerKeys rejected");
     nsrv_free(list);
     if (rc == 0) {
@@ -156,17 +162,12 @@ static int apply_config(nsrv_gossip_t *g, const nsrv_config_t *cfg, bool first, 
 
 int nsrv_gossip_reload(nsrv_gossip_t *g, const nsrv_config_t *cfg, char *err, size_t errlen) {
     int rc = apply_config(g, cfg, false, err, errlen);
-    if (rc == 0)
-        nsrv__gossip_resolve_all(g); /* SIGHUP also means: look the names up again */
+    if (rc == 0) {
+        nsrv_gossip_node_resolve_all(g->node,
+                                     mono()); /* SIGHUP also means: look the names up again */
+        nsrv__gossip_pump(g);
+    }
     return rc;
-}
-
-void nsrv__gossip_engine_start(nsrv_gossip_t *g) {
-    if (g->engine_started || g->stopping)
-        return;
-    g->engine_started = true;
-    nsrv_gossip_node_start(g->node, mono(), nsrv_now_wall_ms());
-    nsrv__gossip_pump(g);
 }
 
 /* An IPv4 socket sends to IPv4 only; an IPv6 one (dual-stack) to either. */
@@ -251,17 +252,13 @@ nsrv_gossip_t *nsrv_gossip_start(uv_loop_t *loop, const nsrv_config_t *cfg, nsrv
     uv_timer_init(loop, &g->timer);
     g->timer.data = g;
     g->open_handles++;
-    nsrv__gossip_resolve_init(g);
     if (bind_both(g, cfg, err, errlen) != 0) {
         nsrv_gossip_stop(g);
         return NULL;
     }
-    g->interval_ms = (uint32_t)cfg->gossip_interval_ms;
     g->resolve_family = ss_family_of(cfg->gossip_listen_address);
-    g->started_at = mono();
-    g->resolve_waiting = nsrv__gossip_resolve_all(g);
-    if (!g->resolve_waiting)
-        nsrv__gossip_engine_start(g);
+    nsrv_gossip_node_start(g->node, mono(), nsrv_now_wall_ms());
+    nsrv__gossip_pump(g);
     nsrv_log_notice("GOSSIP", "node %u of '%s' on %s:%d, incarnation %llu, %zu peer(s)", g->node_id,
                     cfg->gossip_cluster_name, cfg->gossip_listen_address, cfg->gossip_port,
                     (unsigned long long)inc, nsrv_gossip_peers_count(g->peers));
@@ -281,7 +278,6 @@ void nsrv_gossip_stop(nsrv_gossip_t *g) {
     close_handle((uv_handle_t *)&g->udp);
     close_handle((uv_handle_t *)&g->tcp);
     close_handle((uv_handle_t *)&g->timer);
-    close_handle((uv_handle_t *)&g->resolve_timer);
 }
 
 void nsrv_gossip_set_announce(nsrv_gossip_t *g, const nsrv_gossip_announce_t *announce) {
@@ -289,7 +285,7 @@ void nsrv_gossip_set_announce(nsrv_gossip_t *g, const nsrv_gossip_announce_t *an
 }
 
 void nsrv_gossip_leave(nsrv_gossip_t *g) {
-    if (!g || g->stopping || !g->engine_started)
+    if (!g || g->stopping || !nsrv_gossip_node_started(g->node))
         return;
     size_t told = nsrv_gossip_node_leave(g->node, mono(), nsrv_now_wall_ms());
     nsrv__gossip_pump(g); /* uv_udp_try_send: out before the socket closes */
