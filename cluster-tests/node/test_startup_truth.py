@@ -2,7 +2,8 @@
 
 * the boot line (and READY=1) means serving: a node that cannot bind its status or gossip
   port, lacks gossipNodeId or has an unusable key file exits non-zero without printing it;
-* one process per data: a second nsrvd on the same kvConfigPath or gossip state file is
+* one process per data: a second nsrvd on the same kvConfigPath, -c file (configStorePath) or
+  gossip state file is
   refused, naming the file and the pid holding it; one config naming a file twice too;
 * the node's own key is checked against its public key in gossipPeerKeys, at start
   (refused) and on SIGHUP (old keys kept); its own id and key id listed twice is an error;
@@ -150,6 +151,36 @@ def test_second_process_same_kv_path_refused(nsrvd_factory):
     p, rc = wait_refused(nsrvd_factory, {"kvConfigPath": str(first.kv_path)})
     assert_refused(p, rc, f"kvConfigPath '{first.kv_path}' is in use by process {first.pid}")
     assert first.alive()
+
+
+def test_second_process_same_config_file_refused(nsrvd_bin, tmp_path):
+    """The -c file is configStorePath (UPDATE_NAMESRV_CONFIG rewrites it): two nodes started from
+    one file in two directories (a relative kvConfigPath, so their KV files differ) would both
+    rewrite it; the second is refused, naming the file and the first one's pid."""
+    conf = tmp_path / "shared.properties"
+    conf.write_text("listenPort=0\nkvConfigPath=kv/kvConfig.json\n")
+    procs = []
+    try:
+        for name in ("a", "b"):
+            (tmp_path / name).mkdir()
+            procs.append(subprocess.Popen([nsrvd_bin, "-c", str(conf)], cwd=tmp_path / name,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            if name == "a":
+                deadline = time.monotonic() + scaled(10)
+                line = ""
+                while not BOOT_RE.search(line) and time.monotonic() < deadline:
+                    line = procs[0].stdout.readline()
+                assert BOOT_RE.search(line), "first node did not boot"
+        out, err = procs[1].communicate(timeout=scaled(15))
+        assert procs[1].returncode != 0, err
+        assert not BOOT_RE.search(out), "boot line printed by a node that exits:\n" + out
+        assert f"configStorePath '{conf}' is in use by process {procs[0].pid}" in err, err
+        assert procs[0].poll() is None, "the first node must keep running"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait(timeout=scaled(30))
 
 
 def test_second_process_same_gossip_state_refused(nsrvd_factory, tmp_path):
