@@ -22,7 +22,7 @@
 #include "nsrv/config.h"
 #include "nsrv/fileio.h"
 #include "testlib.h"
-#include "tls_test_client.h"
+#include "testlib_tls_client.h"
 
 NSRV_TEST_DIR_FIXTURE("tls-session")
 

@@ -23,7 +23,7 @@
 #include "nsrv/arena.h"
 #include "nsrv/config.h"
 #include "testlib.h"
-#include "tls_test_client.h"
+#include "testlib_tls_client.h"
 
 /* What the fake runner does with a request, by its code. */
 enum {
