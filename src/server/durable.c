@@ -38,16 +38,17 @@ static nsrv_wsnap_t kv_snapshot(void *ud) {
 
 static void kv_settle(void *ud, int rc) {
     nsrv_server_t *srv = ud;
-    if (rc == 0) {
-        nsrv_kv_destroy(&srv->kv_good);
-        srv->kv_good = srv->kv_inflight;
-        srv->kv_inflight = NULL;
+    nsrv_kv_t *written = srv->kv_inflight;
+    srv->kv_inflight = NULL;
+    if (rc != 0) {
+        nsrv_kv_destroy(&written);
+        nsrv_kv_restore(srv->kv, srv->kv_good);
+        nsrv_log_error("PERSIST", "'%s' not written: KV changes since its last write undone",
+                       nsrv_kv_path(srv->kv));
         return;
     }
-    nsrv_kv_destroy(&srv->kv_inflight);
-    nsrv_kv_restore(srv->kv, srv->kv_good);
-    nsrv_log_error("PERSIST", "'%s' not written: KV changes since its last write undone",
-                   nsrv_kv_path(srv->kv));
+    nsrv_kv_destroy(&srv->kv_good);
+    srv->kv_good = written;
 }
 
 /* Config: a few hundred bytes of properties text, rendered on the loop thread. */

@@ -22,6 +22,7 @@
 #include "nsrv/config.h"
 #include "nsrv/fileio.h"
 #include "testlib.h"
+#include "testlib_tls_client.h"
 
 NSRV_TEST_DIR_FIXTURE("tls-session")
 
@@ -180,18 +181,8 @@ static void pair_open(pair_t *p, size_t step) {
     assert_non_null(p->server_ctx);
     p->server = nsrv_tls_session_new(nsrv_tls_ctx_ssl(p->server_ctx));
     assert_non_null(p->server);
-    p->client_ctx = SSL_CTX_new(TLS_client_method());
-    SSL_CTX_set_verify(p->client_ctx, SSL_VERIFY_NONE, NULL); /* Java's test mode */
-    p->client = SSL_new(p->client_ctx);
-    p->c_in = BIO_new(BIO_s_mem());
-    p->c_out = BIO_new(BIO_s_mem());
-    BIO_set_mem_eof_return(p->c_in, -1);
-    BIO_set_mem_eof_return(p->c_out, -1);
-    SSL_set_bio(p->client, p->c_in, p->c_out);
-    SSL_set_connect_state(p->client);
     nsrv_buf_init(&p->plain);
-    SSL_do_handshake(p->client);
-    ERR_clear_error();
+    p->client = nsrv_test_tls_client_start(&p->client_ctx, &p->c_in, &p->c_out);
     pump(p, step);
     assert_true(SSL_is_init_finished(p->client));
     assert_true(nsrv_tls_session_established(p->server));

@@ -5,36 +5,19 @@
  * habit is the commonest way to get here.
  */
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nsrv/fileio.h"
 #include "nsrv/seal.h"
-
-static void user_name(uid_t uid, char *out, size_t cap) {
-    const struct passwd *pw = getpwuid(uid);
-    if (pw && pw->pw_name)
-        snprintf(out, cap, "%s", pw->pw_name);
-    else
-        snprintf(out, cap, "%u", (unsigned)uid);
-}
-
-static void group_name(gid_t gid, char *out, size_t cap) {
-    const struct group *gr = getgrgid(gid);
-    if (gr && gr->gr_name)
-        snprintf(out, cap, "%s", gr->gr_name);
-    else
-        snprintf(out, cap, "%u", (unsigned)gid);
-}
 
 void nsrv_seal_sk_load_explain(const char *path, int rc, unsigned node_id, char *err,
                                size_t errlen) {
-    char me[64];
+    char me[64], my_group[64];
     uid_t uid = geteuid();
-    user_name(uid, me, sizeof me);
+    nsrv_file_owner_names(uid, getegid(), me, sizeof me, my_group, sizeof my_group);
     struct stat st;
     switch (rc) {
     case -EACCES:
@@ -47,8 +30,7 @@ void nsrv_seal_sk_load_explain(const char *path, int rc, unsigned node_id, char 
             return;
         }
         char owner[64], group[64];
-        user_name(st.st_uid, owner, sizeof owner);
-        group_name(st.st_gid, group, sizeof group);
+        nsrv_file_owner_names(st.st_uid, st.st_gid, owner, sizeof owner, group, sizeof group);
         snprintf(err, errlen,
                  "gossipSecretKeyFile '%s': permission denied: nsrvd runs as user %s (uid %u) "
                  "and the file belongs to %s:%s (mode %04o); fix: chown %s: '%s' (keep mode "

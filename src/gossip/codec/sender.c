@@ -260,42 +260,35 @@ int nsrv_gossip_sender_tombs(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opt
     return send_list(s, o, NSRV_GOSSIP_TOMBSTONE, tombs, n, emit, ud);
 }
 
-int nsrv_gossip_sender_sync(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
-                            nsrv_gossip_emit_fn emit, void *ud) {
+/* The messages that fit one datagram whatever the table holds; only an announce has a body. */
+static int send_one(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o, uint8_t type,
+                    const nsrv_gossip_announce_t *a, nsrv_gossip_emit_fn emit, void *ud) {
     if (!opts_ok(o, true))
         return -EINVAL;
     nsrv_gossip_msg_t m;
     nsrv_buf_t dg = NSRV_BUF_INIT;
-    fill_env(s, o, NSRV_GOSSIP_SYNC_REQ, 0, &m);
+    fill_env(s, o, type, 0, &m);
+    if (a)
+        m.body.announce = *a;
     int rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
     nsrv_buf_deinit(&dg);
     return rc;
+}
+
+int nsrv_gossip_sender_sync(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
+                            nsrv_gossip_emit_fn emit, void *ud) {
+    return send_one(s, o, NSRV_GOSSIP_SYNC_REQ, NULL, emit, ud);
 }
 
 int nsrv_gossip_sender_announce(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
                                 const nsrv_gossip_announce_t *a, nsrv_gossip_emit_fn emit,
                                 void *ud) {
-    if (!opts_ok(o, true))
-        return -EINVAL;
-    nsrv_gossip_msg_t m;
-    nsrv_buf_t dg = NSRV_BUF_INIT;
-    fill_env(s, o, NSRV_GOSSIP_ANNOUNCE, 0, &m);
-    m.body.announce = *a;
-    int rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
-    nsrv_buf_deinit(&dg);
-    return rc;
+    return send_one(s, o, NSRV_GOSSIP_ANNOUNCE, a, emit, ud);
 }
 
 int nsrv_gossip_sender_leave(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,
                              nsrv_gossip_emit_fn emit, void *ud) {
-    if (!opts_ok(o, true))
-        return -EINVAL;
-    nsrv_gossip_msg_t m;
-    nsrv_buf_t dg = NSRV_BUF_INIT;
-    fill_env(s, o, NSRV_GOSSIP_LEAVE, 0, &m);
-    int rc = encode_emit(s, &m, o->budget, &dg, emit, ud);
-    nsrv_buf_deinit(&dg);
-    return rc;
+    return send_one(s, o, NSRV_GOSSIP_LEAVE, NULL, emit, ud);
 }
 
 int nsrv_gossip_sender_pull_req(nsrv_gossip_sender_t *s, const nsrv_gossip_send_opts_t *o,

@@ -16,19 +16,6 @@
 
 #include "node_int.h"
 
-typedef struct {
-    nsrv_gossip_node_t *n;
-    uint8_t dst;
-} presence_emit_t;
-
-static int emit_cb(void *ud, const uint8_t *d, size_t len) {
-    presence_emit_t *e = ud;
-    e->n->c.dgrams_sent++;
-    e->n->c.bytes_sent += len;
-    nsrv__emit(e->n, NSRV_GOSSIP_ACT_SEND, e->dst, 0, d, len);
-    return 0;
-}
-
 void nsrv_gossip_node_set_announce(nsrv_gossip_node_t *n, const nsrv_gossip_announce_t *a) {
     if (!a || a->ns_port == 0 || !nsrv_gossip_host_valid(a->ns_host) ||
         !nsrv_gossip_host_valid(a->status_host)) {
@@ -56,9 +43,9 @@ void nsrv__announce_to(nsrv_gossip_node_t *n, uint8_t peer, uint64_t now_mono, i
     }
     nsrv_gossip_announce_t a = {nsrv_str_c(n->ann_ns_host), n->ann_ns_port,
                                 nsrv_str_c(n->ann_status_host), n->ann_status_port};
-    presence_emit_t e = {n, peer};
+    nsrv__emit_ctx_t e = {n, peer, false};
     nsrv_gossip_send_opts_t so = nsrv__send_opts(n, peer, now_mono, now_wall);
-    nsrv_gossip_sender_announce(&n->sender, &so, &a, emit_cb, &e);
+    nsrv_gossip_sender_announce(&n->sender, &so, &a, nsrv__emit_cb, &e);
 }
 
 size_t nsrv_gossip_node_leave(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t now_wall) {
@@ -69,11 +56,11 @@ size_t nsrv_gossip_node_leave(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t 
         /* Only peers that speak it: an older one would log the datagram as refused. */
         if (!ps || !ps->announced)
             continue;
-        presence_emit_t e = {n, dst};
+        nsrv__emit_ctx_t e = {n, dst, false};
         nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
         /* Twice: one lost datagram should not cost the peers the alive window. */
         for (int k = 0; k < NSRV_GOSSIP_LEAVE_COPIES; k++)
-            nsrv_gossip_sender_leave(&n->sender, &so, emit_cb, &e);
+            nsrv_gossip_sender_leave(&n->sender, &so, nsrv__emit_cb, &e);
         told++;
     }
     return told;

@@ -8,7 +8,9 @@
  * the sender's "sent" line to the receiver's verdict.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "nsrv/histogram.h"
 #include "nsrv/log.h"
@@ -88,33 +90,34 @@ void nsrv__trace_entry(nsrv_gossip_node_t *n, uint8_t pid, const nsrv_gossip_msg
                        ENTRY_WHY[outcome]);
 }
 
+/* One gauge family with a sample per peer, read from one uint64_t field of its state. */
+static void peer_gauge(nsrv_gossip_node_t *n, nsrv_buf_t *out, const char *name, const char *help,
+                       size_t field_off) {
+    nsrv_metric_family(out, name, "gauge", help);
+    size_t np = nsrv_gossip_peers_count(n->peers);
+    for (size_t i = 0; i < np; i++) {
+        uint8_t id = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
+        uint64_t v;
+        memcpy(&v, (const char *)nsrv__ps(n, id) + field_off, sizeof v);
+        nsrv_buf_printf(out, "%s{peer=\"%u\"} %" PRIu64 "\n", name, id, v);
+    }
+}
+
 void nsrv__trace_metrics(nsrv_gossip_node_t *n, nsrv_buf_t *out) {
     size_t np = nsrv_gossip_peers_count(n->peers);
     nsrv_metric_u64(out, "nsrvd_gossip_incarnation", "gauge",
                     "This node's incarnation (src_inc of everything it sends).", n->sender.inc);
-    nsrv_metric_family(out, "nsrvd_gossip_peer_seq_sent", "gauge",
-                       "Sequence number of the last datagram or pull request sent to the peer "
-                       "(this node's incarnation: nsrvd_gossip_incarnation).");
-    for (size_t i = 0; i < np; i++) {
-        uint8_t id = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
-        nsrv_buf_printf(out, "nsrvd_gossip_peer_seq_sent{peer=\"%u\"} %" PRIu64 "\n", id,
-                        nsrv__ps(n, id)->seq_sent);
-    }
-    nsrv_metric_family(out, "nsrvd_gossip_peer_seq_accepted", "gauge",
-                       "Sequence number of the last datagram accepted from the peer, in the "
-                       "incarnation nsrvd_gossip_peer_incarnation_accepted.");
-    for (size_t i = 0; i < np; i++) {
-        uint8_t id = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
-        nsrv_buf_printf(out, "nsrvd_gossip_peer_seq_accepted{peer=\"%u\"} %" PRIu64 "\n", id,
-                        nsrv__ps(n, id)->seq_accepted);
-    }
-    nsrv_metric_family(out, "nsrvd_gossip_peer_incarnation_accepted", "gauge",
-                       "Incarnation of the last datagram accepted from the peer.");
-    for (size_t i = 0; i < np; i++) {
-        uint8_t id = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
-        nsrv_buf_printf(out, "nsrvd_gossip_peer_incarnation_accepted{peer=\"%u\"} %" PRIu64 "\n",
-                        id, nsrv__ps(n, id)->inc_accepted);
-    }
+    peer_gauge(n, out, "nsrvd_gossip_peer_seq_sent",
+               "Sequence number of the last datagram or pull request sent to the peer "
+               "(this node's incarnation: nsrvd_gossip_incarnation).",
+               offsetof(nsrv__peer_state_t, seq_sent));
+    peer_gauge(n, out, "nsrvd_gossip_peer_seq_accepted",
+               "Sequence number of the last datagram accepted from the peer, in the "
+               "incarnation nsrvd_gossip_peer_incarnation_accepted.",
+               offsetof(nsrv__peer_state_t, seq_accepted));
+    peer_gauge(n, out, "nsrvd_gossip_peer_incarnation_accepted",
+               "Incarnation of the last datagram accepted from the peer.",
+               offsetof(nsrv__peer_state_t, inc_accepted));
     nsrv_metric_family(out, "nsrvd_gossip_peer_entries_total", "counter",
                        "Digest entries accepted from the peer, by result: applied, or why not "
                        "(each of those queues a pull).");

@@ -47,6 +47,14 @@
 #define GS_PULL_FAIL_MS 2000 /* a lost pull leg is noticed this much later */
 #define GS_PULL_KEYS_MAX NSRV_GOSSIP_PULL_KEYS_MAX
 
+/* The node ids by the letters the tests' comments use: node 1 is A, node 2 B, and so on. */
+#define A 1
+#define B 2
+#define C 3
+#define D 4
+#define E 5
+#define F 6
+
 typedef enum { GS_DGRAM = 1, GS_PULL_REQ, GS_PULL_RESP, GS_PULL_FAIL, GS_RESOLVE } gs_kind_t;
 
 /* One queued event: a datagram in flight, one leg of a pull, or a name lookup (src asked
@@ -532,6 +540,18 @@ static inline void gs_free(gs_sim_t *s) {
         nsrv_free(gs_sent(s, k)->d);
     nsrv_free(s->sent);
     nsrv_arena_deinit(&s->arena);
+}
+
+/* A simulator on the heap, for the tests that keep one per case. */
+static inline gs_sim_t *gs_new(size_t n, uint64_t seed) {
+    gs_sim_t *s = nsrv_malloc(sizeof *s);
+    gs_init(s, n, seed);
+    return s;
+}
+
+static inline void gs_del(gs_sim_t *s) {
+    gs_free(s);
+    nsrv_free(s);
 }
 
 /* Cuts (or heals) both directions between a and b. */

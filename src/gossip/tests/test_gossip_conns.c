@@ -11,21 +11,12 @@
 #include "gossip_sim.h"
 #include "testlib.h"
 
-#define A 1
-#define B 2
-
 static gs_sim_t *sim_two(void) {
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, 2, 5);
+    gs_sim_t *s = gs_new(2, 5);
     s->timers = true;
     gs_start_all(s);
     gs_run(s, 2000);
     return s;
-}
-
-static void sim_del(gs_sim_t *s) {
-    gs_free(s);
-    nsrv_free(s);
 }
 
 static uint32_t conn_open(gs_sim_t *s, const char *ip) {
@@ -33,6 +24,13 @@ static uint32_t conn_open(gs_sim_t *s, const char *ip) {
     uint32_t id = nsrv_gossip_node_pull_conn_open(s->node[A].g, (const struct sockaddr *)&from,
                                                   gs_mono(s, A));
     gs_drain(s, A);
+    return id;
+}
+
+/* A connection from B's address (any port), accepted. */
+static uint32_t peer_conn_open(gs_sim_t *s) {
+    uint32_t id = conn_open(s, "10.0.0.2");
+    assert_true(id != 0);
     return id;
 }
 
@@ -53,8 +51,21 @@ static int conn_request(gs_sim_t *s, uint32_t conn) {
     return rc;
 }
 
+/* Connection id is still open at last_open and closed (the only close) one ms later. */
+static void closed_just_after(gs_sim_t *s, uint32_t id, uint64_t last_open) {
+    gs_run_until(s, last_open);
+    assert_int_equal(s->conns_closed[A], 0);
+    gs_run_until(s, last_open + 1);
+    assert_int_equal(s->conns_closed[A], 1);
+    assert_int_equal(s->conn_closed_last[A], id);
+}
+
 static nsrv_gossip_counters_t *counters(gs_sim_t *s) {
     return nsrv_gossip_node_counters(s->node[A].g);
+}
+
+static size_t open_conns(gs_sim_t *s) {
+    return nsrv_gossip_node_pull_conns(s->node[A].g);
 }
 
 static void test_stranger_is_refused(void **state) {
@@ -62,9 +73,9 @@ static void test_stranger_is_refused(void **state) {
     gs_sim_t *s = sim_two();
     assert_int_equal(conn_open(s, "10.9.9.9"), 0);
     assert_int_equal(counters(s)->pull_conns_not_peer, 1);
-    assert_int_equal(nsrv_gossip_node_pull_conns(s->node[A].g), 0);
+    assert_int_equal(open_conns(s), 0);
     assert_true(conn_open(s, "10.0.0.2") != 0); /* B's address, any port */
-    sim_del(s);
+    gs_del(s);
 }
 
 /* Silent: closed when NSRV_GOSSIP_PULL_REQ_DEADLINE_MS have passed, by the engine's own
@@ -73,18 +84,13 @@ static void test_silent_conn_closed_at_the_request_deadline(void **state) {
     (void)state;
     gs_sim_t *s = sim_two();
     uint64_t t0 = s->now;
-    uint32_t id = conn_open(s, "10.0.0.2");
-    assert_true(id != 0);
-    gs_run_until(s, t0 + NSRV_GOSSIP_PULL_REQ_DEADLINE_MS);
-    assert_int_equal(s->conns_closed[A], 0);
-    gs_run_until(s, t0 + NSRV_GOSSIP_PULL_REQ_DEADLINE_MS + 1);
-    assert_int_equal(s->conns_closed[A], 1);
-    assert_int_equal(s->conn_closed_last[A], id);
+    uint32_t id = peer_conn_open(s);
+    closed_just_after(s, id, t0 + NSRV_GOSSIP_PULL_REQ_DEADLINE_MS);
     assert_int_equal(counters(s)->pull_conns_timed_out, 1);
-    assert_int_equal(nsrv_gossip_node_pull_conns(s->node[A].g), 0);
+    assert_int_equal(open_conns(s), 0);
     /* A request that arrives after that is not served. */
     assert_true(conn_request(s, id) != 0);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* Answered: its reply may take until NSRV_GOSSIP_PULL_DEADLINE_MS after the accept. */
@@ -92,31 +98,27 @@ static void test_answered_conn_gets_the_pull_deadline(void **state) {
     (void)state;
     gs_sim_t *s = sim_two();
     uint64_t t0 = s->now;
-    uint32_t id = conn_open(s, "10.0.0.2");
+    uint32_t id = peer_conn_open(s);
     assert_int_equal(conn_request(s, id), 0);
     uint64_t served = counters(s)->pulls_served;
     assert_true(served >= 1);
     assert_true(conn_request(s, id) != 0); /* one request per connection */
-    gs_run_until(s, t0 + NSRV_GOSSIP_PULL_DEADLINE_MS);
-    assert_int_equal(s->conns_closed[A], 0);
-    gs_run_until(s, t0 + NSRV_GOSSIP_PULL_DEADLINE_MS + 1);
-    assert_int_equal(s->conns_closed[A], 1);
-    assert_int_equal(s->conn_closed_last[A], id);
+    closed_just_after(s, id, t0 + NSRV_GOSSIP_PULL_DEADLINE_MS);
     assert_int_equal(counters(s)->pull_conns_timed_out, 0);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* Closed by the I/O layer (reply written, peer gone): forgotten, no deadline left. */
 static void test_closed_conn_is_forgotten(void **state) {
     (void)state;
     gs_sim_t *s = sim_two();
-    uint32_t id = conn_open(s, "10.0.0.2");
+    uint32_t id = peer_conn_open(s);
     nsrv_gossip_node_pull_conn_closed(s->node[A].g, id);
-    assert_int_equal(nsrv_gossip_node_pull_conns(s->node[A].g), 0);
+    assert_int_equal(open_conns(s), 0);
     gs_run(s, NSRV_GOSSIP_PULL_DEADLINE_MS + 1);
     assert_int_equal(s->conns_closed[A], 0);
     assert_int_equal(counters(s)->pull_conns_timed_out, 0);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* Full: a new connection evicts the oldest one that has not sent its request; when every
@@ -126,17 +128,15 @@ static void test_full_server_evicts_the_oldest_silent_conn(void **state) {
     gs_sim_t *s = sim_two();
     uint32_t ids[NSRV_GOSSIP_PULL_SRV_MAX];
     for (size_t i = 0; i < NSRV_GOSSIP_PULL_SRV_MAX; i++) {
-        ids[i] = conn_open(s, "10.0.0.2");
-        assert_true(ids[i] != 0);
+        ids[i] = peer_conn_open(s);
         gs_run(s, 1);
     }
     assert_int_equal(conn_request(s, ids[0]), 0); /* the oldest is being answered */
-    uint32_t extra = conn_open(s, "10.0.0.2");
-    assert_true(extra != 0);
+    uint32_t extra = peer_conn_open(s);
     assert_int_equal(s->conns_closed[A], 1);
     assert_int_equal(s->conn_closed_last[A], ids[1]); /* the oldest silent one */
     assert_int_equal(counters(s)->pull_conns_evicted, 1);
-    assert_int_equal(nsrv_gossip_node_pull_conns(s->node[A].g), NSRV_GOSSIP_PULL_SRV_MAX);
+    assert_int_equal(open_conns(s), NSRV_GOSSIP_PULL_SRV_MAX);
     assert_true(conn_request(s, ids[1]) != 0); /* evicted: forgotten */
     for (size_t i = 2; i < NSRV_GOSSIP_PULL_SRV_MAX; i++)
         assert_int_equal(conn_request(s, ids[i]), 0);
@@ -144,7 +144,7 @@ static void test_full_server_evicts_the_oldest_silent_conn(void **state) {
     assert_int_equal(conn_open(s, "10.0.0.2"), 0); /* every one answering: refused */
     assert_int_equal(counters(s)->pull_conns_evicted, 2);
     assert_int_equal(s->conns_closed[A], 1);
-    sim_del(s);
+    gs_del(s);
 }
 
 NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_stranger_is_refused),

@@ -19,17 +19,13 @@
 #include "gossip_sim.h"
 #include "testlib.h"
 
-#define A 1
-#define B 2
-#define C 3
 #define TIMEOUT 120000
 #define EPS 2
 
 /* ---- fixture helpers ---- */
 
 static gs_sim_t *sim_new(size_t n, uint32_t budget) {
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, n, 42);
+    gs_sim_t *s = gs_new(n, 42);
     if (budget)
         s->budget = budget;
     gs_start_all(s);
@@ -50,11 +46,6 @@ static gs_sim_t *sim_new(size_t n, uint32_t budget) {
         }
     }
     return s;
-}
-
-static void sim_del(gs_sim_t *s) {
-    gs_free(s);
-    nsrv_free(s);
 }
 
 /* `from` sends a full digest, it arrives, and `to` pulls what it wants from `from`. */
@@ -176,7 +167,7 @@ static void test_replay_100s_later_changes_nothing(void **state) {
     uint64_t gone = run_until_gone(s, B, &b, 30000);
     assert_true(gone > t0 + TIMEOUT);
     assert_true(gone <= t0 + TIMEOUT + EPS);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* The same datagram twice: the copy is refused as a replay; the same
@@ -223,7 +214,7 @@ static void test_duplicated_digest_is_idempotent(void **state) {
                 p2.last_seen_ms <= twice.last_seen_ms + 1);
     assert_int_equal(p2.last_direct_ms, 0);
     assert_true(gs_routes_to(s, B, &b));
-    sim_del(s);
+    gs_del(s);
 }
 
 /* Parts of a full digest and deltas applied in any order give the same table. */
@@ -315,7 +306,7 @@ static void test_reordered_parts_and_deltas_same_result(void **state) {
         assert_true(gs_routes_to(s, B, &br[i]));
         assert_true(gs_routes_to(s, C, &br[i]));
     }
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A digest held back 25 s (inside the freshness window, so accepted) maps its
@@ -369,7 +360,7 @@ static void test_delayed_digest_cannot_extend_liveness(void **state) {
     assert_false(gs_live(s, C, &b, NULL));
     assert_false(gs_routable(s, B, b.topic));
     assert_false(gs_routable(s, C, b.topic));
-    sim_del(s);
+    gs_del(s);
 }
 
 /* Everything A sends to B is held back for 80 s (longer than the clock-offset
@@ -413,7 +404,7 @@ static void test_held_back_datagrams_after_silence_cannot_extend_liveness(void *
     assert_true(seen <= last_hb + EPS + cap);
     uint64_t gone = run_until_gone(s, B, &b, TIMEOUT);
     assert_true(gone <= last_hb + TIMEOUT + EPS + cap);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* ---- incarnation, destination ---- */
@@ -456,7 +447,7 @@ static void test_older_incarnation_rejected_after_restart(void **state) {
     bool all = false;
     uint64_t keys[4];
     assert_int_equal(nsrv_gossip_node_take_pull(s->node[B].g, A, keys, 4, &all, gs_mono(s, B)), 0);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A datagram for B delivered to C, or a pull request for B served by C, is
@@ -507,7 +498,7 @@ static void test_wrong_destination_rejected(void **state) {
     assert_int_equal(gs_pull_serve(s, &m), NSRV_GOSSIP_EDST);
     assert_null(m.d);
     assert_int_equal(peer_rejected(s, C, A, NSRV_GOSSIP_EDST), 3);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* ---- tombstones ---- */
@@ -571,7 +562,7 @@ static void test_tombstone_versus_heartbeat(void **state) {
     gs_run(s, 5);
     assert_true(gs_live(s, B, &b, NULL));
     assert_true(gs_live(s, C, &b, NULL)); /* C's last report (from B) is after the event */
-    sim_del(s);
+    gs_del(s);
 }
 
 /* ---- pulls ---- */
@@ -624,7 +615,7 @@ static void test_pull_of_expired_broker_imports_nothing(void **state) {
     assert_int_equal(gs_pull_wanted(s, B, A), 0);
     assert_false(gs_live(s, B, &b, NULL));
     assert_false(gs_routable(s, B, b.topic));
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A node restarted with an empty registry gets every broker back through
@@ -674,7 +665,7 @@ static void test_restart_with_empty_registry_converges(void **state) {
         assert_true(gone <= hb[i] + TIMEOUT + EPS);
         assert_false(gs_routable(s, C, br[i].topic));
     }
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A broker learnt by pull, then QUERY_DATA_VERSION with the same version:
@@ -698,7 +689,7 @@ static void test_query_data_version_after_pull_unchanged(void **state) {
     gs_broker_t newer = b;
     newer.dv.counter++;
     assert_true(gs_query(s, B, &newer));
-    sim_del(s);
+    gs_del(s);
 }
 
 /* ---- clocks ---- */
@@ -706,8 +697,7 @@ static void test_query_data_version_after_pull_unchanged(void **state) {
 /* One scenario under two clock set-ups; returns when b disappeared at B on
  * the global clock. */
 static uint64_t expiry_with_offsets(int64_t off_a, int64_t off_b, int64_t wall_b, uint64_t *t0) {
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, 2, 7);
+    gs_sim_t *s = gs_new(2, 7);
     s->node[A].mono_off = off_a;
     s->node[B].mono_off = off_b;
     s->node[B].wall_off = wall_b;
@@ -727,7 +717,7 @@ static uint64_t expiry_with_offsets(int64_t off_a, int64_t off_b, int64_t wall_b
         gs_full(s, A);
     }
     uint64_t gone = run_until_gone(s, B, &b, 60000);
-    sim_del(s);
+    gs_del(s);
     return gone;
 }
 
@@ -798,7 +788,7 @@ static void test_peer_report_is_never_direct_nor_reannounced(void **state) {
         }
     }
     assert_true(found);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* ---- found by these tests, now fixed ---- */
@@ -828,7 +818,7 @@ static void test_returning_broker_is_announced_by_a_delta(void **state) {
     gs_pull_all_wanted(s);
     gs_run(s, 10);
     assert_true(gs_live(s, B, &b, NULL));
-    sim_del(s);
+    gs_del(s);
 }
 
 /*
@@ -866,7 +856,7 @@ static void test_replay_to_restarted_node_cannot_stretch_liveness(void **state) 
     assert_true(seen <= t0 + EPS); /* fails: seen is about t0 + 28 s */
     gs_run_until(s, t0 + TIMEOUT + EPS + 1);
     assert_false(gs_live(s, B, &b, NULL));
-    sim_del(s);
+    gs_del(s);
 }
 
 static void test_new_incarnation_first_datagram_delayed_cannot_stretch(void **state) {
@@ -893,7 +883,7 @@ static void test_new_incarnation_first_datagram_delayed_cannot_stretch(void **st
     print_message("b's last-seen at B: %" PRIu64 " ms after its last heartbeat\n",
                   gs_seen_global(s, B, &b) - t0);
     assert_true(gs_seen_global(s, B, &b) <= t0 + EPS); /* fails: about t0 + 25 s */
-    sim_del(s);
+    gs_del(s);
 }
 
 /* Nodes A and B; broker b registered with A, settle_ms ago. */
@@ -935,7 +925,7 @@ static void test_pull_never_downgrades_direct_registration(void **state) {
     assert_true(nsrv_data_version_eq(&li.data_version, &newer.dv)); /* fails: {1,...} */
     assert_false(gs_query(s, B, &newer));
     assert_true(gs_routes_to(s, B, &newer));
-    sim_del(s);
+    gs_del(s);
 }
 
 /*
@@ -955,7 +945,7 @@ static void test_pulled_registration_within_our_limits(void **state) {
     assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 1);
     assert_true(gs_live(s, B, &b, NULL));
     assert_true(gs_routes_to(s, B, &b));
-    sim_del(s);
+    gs_del(s);
 }
 
 /* B's pending pulls from A: how many keys the next pull would ask for. */
@@ -999,7 +989,7 @@ static void test_refused_pull_not_repeated_per_digest(void **state) {
     s->reg_max_decoded_bytes = 0;
     assert_int_equal(gs_pull_now(s, B, A, NULL, 0, true), 1);
     assert_true(gs_live(s, B, &b, NULL));
-    sim_del(s);
+    gs_del(s);
 }
 
 /*
@@ -1023,7 +1013,7 @@ static void test_pull_relays_peer_learned_brokers_with_their_age(void **state) {
     assert_true(gs_seen_global(s, C, &b) <= t0 + EPS);
     gs_run_until(s, t0 + TIMEOUT + EPS + 1);
     assert_false(gs_live(s, C, &b, NULL));
-    sim_del(s);
+    gs_del(s);
 }
 
 /*
@@ -1054,7 +1044,7 @@ static void test_tombstone_for_broker_registered_since_last_digest(void **state)
     gs_delta(s, A);
     gs_run(s, 5);
     assert_false(gs_live(s, B, &b, NULL)); /* fails: the tombstone was ignored */
-    sim_del(s);
+    gs_del(s);
 }
 
 /*
@@ -1094,7 +1084,7 @@ static void test_full_digest_repeats_the_newest_tombstone(void **state) {
     print_message("repeated tombstone age: %u ms (event 2 is 1000 ms old, event 1 3000 ms)\n",
                   m.body.tomb.tombs[0].age_ms);
     assert_false(gs_live(s, B, &b, NULL)); /* fails: the older event was repeated */
-    sim_del(s);
+    gs_del(s);
 }
 
 NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_replay_100s_later_changes_nothing),

@@ -10,25 +10,20 @@
 #include "gossip_sim.h"
 #include "testlib.h"
 
-#define A 1
-#define B 2
-#define C 3
-#define D 4
-#define E 5
-#define F 6
-
 static gs_sim_t *sim_named(size_t n, uint32_t resolve_ms) {
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, n, 11);
+    gs_sim_t *s = gs_new(n, 11);
     s->timers = true;
     s->named = true;
     s->resolve_ms = resolve_ms;
     return s;
 }
 
-static void sim_del(gs_sim_t *s) {
-    gs_free(s);
-    nsrv_free(s);
+/* Every node started, its first lookups answered and its first exchanges done. */
+static gs_sim_t *sim_named_running(size_t n, uint32_t resolve_ms) {
+    gs_sim_t *s = sim_named(n, resolve_ms);
+    gs_start_all(s);
+    gs_run(s, 3000);
+    return s;
 }
 
 static bool started(gs_sim_t *s, uint8_t id) {
@@ -65,7 +60,7 @@ static void test_start_waits_for_the_first_lookups_two_at_a_time(void **state) {
     gs_run_until(s, t0 + 400 + 2 * NSRV_GOSSIP_SYNC_RETRY_MS);
     assert_true(gs_count_sent(s, from, A, F, NSRV_GOSSIP_SYNC_REQ) >= 1);
     assert_int_equal(s->resolving_max[A], NSRV_GOSSIP_RESOLVE_MAX_INFLIGHT);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A resolver that never answers keeps the node mute NSRV_GOSSIP_RESOLVE_START_MS, no longer;
@@ -89,16 +84,14 @@ static void test_start_gives_up_waiting_after_resolve_start_ms(void **state) {
     gs_run(s, NSRV_GOSSIP_SYNC_RETRY_MS + 1);
     assert_true(gs_count_sent(s, from, A, B, NSRV_GOSSIP_SYNC_REQ) >= 1);
     assert_true(gs_count_sent(s, from, A, C, NSRV_GOSSIP_SYNC_REQ) >= 1);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A peer that is heard is looked up every NSRV_GOSSIP_RESOLVE_MS; a silent one every
  * NSRV_GOSSIP_RESOLVE_SILENT_MS (it may have moved); an unresolvable one as often. */
 static void test_poll_periods(void **state) {
     (void)state;
-    gs_sim_t *s = sim_named(2, 1);
-    gs_start_all(s);
-    gs_run(s, 3000);
+    gs_sim_t *s = sim_named_running(2, 1);
     assert_true(started(s, A) && started(s, B));
     uint64_t n0 = s->lookups[A][B];
     gs_run(s, 20000);
@@ -126,36 +119,35 @@ static void test_poll_periods(void **state) {
     assert_true(info.resolve_error != 0);
     assert_string_equal(info.resolve_error_name, "EAI_NONAME");
     assert_true(info.has_addr); /* its last address stays */
-    sim_del(s);
+    gs_del(s);
+}
+
+/* B's datagram e reaching A from a source that is not B's address: refused for it. */
+static void refused_at_a(gs_sim_t *s, const gs_sent_t *e, const struct sockaddr_in *src) {
+    assert_int_equal(nsrv_gossip_node_on_dgram(s->node[A].g, e->d, e->len,
+                                               (const struct sockaddr *)src, gs_mono(s, A),
+                                               gs_wall(s, A)),
+                     NSRV_GOSSIP_ESRC_ADDR);
+    gs_drain(s, A);
 }
 
 /* A datagram or pull connection refused for its source address looks the names up at once
  * (a restarted container on a new address), at most every NSRV_GOSSIP_RESOLVE_KICK_MS. */
 static void test_refused_source_kicks_a_lookup(void **state) {
     (void)state;
-    gs_sim_t *s = sim_named(2, 1);
-    gs_start_all(s);
-    gs_run(s, 3000);
+    gs_sim_t *s = sim_named_running(2, 1);
     gs_run(s, NSRV_GOSSIP_RESOLVE_KICK_MS);
     long k = gs_find_sent(s, 0, B, A, 0);
     assert_true(k >= 0);
     gs_sent_t *e = gs_sent(s, (size_t)k);
     struct sockaddr_in elsewhere = gt_sin("10.0.9.2", GS_PORT);
     uint64_t n0 = s->lookups[A][B];
-    assert_int_equal(nsrv_gossip_node_on_dgram(s->node[A].g, e->d, e->len,
-                                               (const struct sockaddr *)&elsewhere, gs_mono(s, A),
-                                               gs_wall(s, A)),
-                     NSRV_GOSSIP_ESRC_ADDR);
-    gs_drain(s, A);
+    refused_at_a(s, e, &elsewhere);
     assert_int_equal(s->lookups[A][B], n0 + 1);
     assert_int_equal(s->lookup_at[A][B], s->now);
     /* Again 50 ms later: too soon. */
     gs_run(s, 50);
-    assert_int_equal(nsrv_gossip_node_on_dgram(s->node[A].g, e->d, e->len,
-                                               (const struct sockaddr *)&elsewhere, gs_mono(s, A),
-                                               gs_wall(s, A)),
-                     NSRV_GOSSIP_ESRC_ADDR);
-    gs_drain(s, A);
+    refused_at_a(s, e, &elsewhere);
     assert_int_equal(s->lookups[A][B], n0 + 1);
     /* A pull connection from there, past the kick period: looked up again, and refused. */
     gs_run(s, NSRV_GOSSIP_RESOLVE_KICK_MS);
@@ -164,15 +156,13 @@ static void test_refused_source_kicks_a_lookup(void **state) {
                      0);
     gs_drain(s, A);
     assert_int_equal(s->lookups[A][B], n0 + 2);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* SIGHUP looks every name up again, within the same cap. */
 static void test_reload_looks_every_name_up_within_the_cap(void **state) {
     (void)state;
-    gs_sim_t *s = sim_named(4, 100);
-    gs_start_all(s);
-    gs_run(s, 3000);
+    gs_sim_t *s = sim_named_running(4, 100);
     for (int i = 0; i < 10000 && s->resolving[A]; i++)
         gs_run(s, 1);
     assert_int_equal(s->resolving[A], 0);
@@ -184,7 +174,7 @@ static void test_reload_looks_every_name_up_within_the_cap(void **state) {
     gs_run(s, 100); /* an answer frees a place for the third name */
     assert_true(s->lookups[A][B] + s->lookups[A][C] + s->lookups[A][D] >= before + 3);
     assert_int_equal(s->resolving_max[A], NSRV_GOSSIP_RESOLVE_MAX_INFLIGHT);
-    sim_del(s);
+    gs_del(s);
 }
 
 NSRV_TEST_MAIN(gs_group_setup, NULL,

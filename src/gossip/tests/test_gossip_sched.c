@@ -10,22 +10,12 @@
 #include "gossip_sim.h"
 #include "testlib.h"
 
-#define A 1
-#define B 2
-#define C 3
-
 static gs_sim_t *sim_timers(size_t n) {
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, n, 7);
+    gs_sim_t *s = gs_new(n, 7);
     s->timers = true;
     gs_start_all(s);
     gs_run(s, 2000); /* start-up: SYNC, PULL ALL, anchors */
     return s;
-}
-
-static void sim_del(gs_sim_t *s) {
-    gs_free(s);
-    nsrv_free(s);
 }
 
 /* A broker heard by A reaches B and C by a delta and a pull, not by the
@@ -47,7 +37,7 @@ static void test_delta_then_pull_spreads_a_new_broker(void **state) {
     gs_run(s, 2000);
     assert_int_equal(gs_count_sent(s, from, A, B, NSRV_GOSSIP_DIGEST_DELTA),
                      1 + NSRV_GOSSIP_DELTA_REPEATS);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A peer whose pulls fail is asked again no sooner than the back-off. */
@@ -65,7 +55,7 @@ static void test_failed_pull_backs_off(void **state) {
     uint64_t tries = s->pulls_to[A][B] - before;
     assert_true(tries >= 10000 / (NSRV_GOSSIP_PULL_RETRY_MS + NSRV_GOSSIP_PULL_BATCH_MS) - 1);
     assert_true(tries <= 10000 / NSRV_GOSSIP_PULL_RETRY_MS + 1);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* With nothing to fetch, a peer is still pulled often enough that its clock
@@ -85,15 +75,14 @@ static void test_anchor_is_refreshed(void **state) {
     assert_true(oldest <= NSRV_GOSSIP_ANCHOR_REFRESH_MS + NSRV_GOSSIP_PULL_BATCH_MS + 1000);
     /* ... and not much more often than that */
     assert_true(s->pulls_to[A][B] <= 2 + 300000 / NSRV_GOSSIP_ANCHOR_REFRESH_MS + 1);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* SYNC_REQ is repeated every NSRV_GOSSIP_SYNC_RETRY_MS until the peer's first
  * digest arrives, then stops. */
 static void test_sync_repeats_until_answered(void **state) {
     (void)state;
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, 2, 9);
+    gs_sim_t *s = gs_new(2, 9);
     s->timers = true;
     gs_start(s, A);
     size_t from = s->nsent;
@@ -106,7 +95,7 @@ static void test_sync_repeats_until_answered(void **state) {
     from = s->nsent;
     gs_run(s, 3000);
     assert_int_equal(gs_count_sent(s, from, A, B, NSRV_GOSSIP_SYNC_REQ), 0);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A pull whose reply never comes (and whose connection never fails) is
@@ -122,7 +111,7 @@ static void test_lost_pull_is_abandoned_at_the_deadline(void **state) {
     assert_int_equal(s->pulls_to[A][B] - before, 1); /* one pull, still waited for */
     gs_run(s, 100 + NSRV_GOSSIP_PULL_RETRY_MS + 3 * NSRV_GOSSIP_PULL_BATCH_MS);
     assert_int_equal(s->pulls_to[A][B] - before, 2); /* abandoned, asked again */
-    sim_del(s);
+    gs_del(s);
 }
 
 /* ---- loss and clock skew (proto/gossip.md §9.3) ---- */
@@ -141,8 +130,7 @@ static uint64_t pct(uint64_t *v, size_t n, unsigned p) {
 }
 
 static gs_sim_t *lossy(uint64_t seed) {
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, 3, seed * 0x9E3779B97F4A7C15u + 11);
+    gs_sim_t *s = gs_new(3, seed * 0x9E3779B97F4A7C15u + 11);
     s->timers = true;
     s->drop_pm = 300; /* 30 % of datagrams */
     s->pulls_lossless = true;
@@ -175,7 +163,7 @@ static void test_loss_30pct_new_broker_p99_under_1s(void **state) {
         assert_true(done[B] && done[C]);
         t[n++] = done[B];
         t[n++] = done[C];
-        sim_del(s);
+        gs_del(s);
     }
     uint64_t p50 = pct(t, n, 50), p99 = pct(t, n, 99), max = t[n - 1];
     print_message("loss 30%%: %zu samples, p50 %" PRIu64 " ms, p99 %" PRIu64 " ms, max %" PRIu64
@@ -209,7 +197,7 @@ static void test_loss_30pct_restarted_node_complete_under_500ms(void **state) {
             gs_run(s, 1);
         }
         t[seed - 1] = s->now - t0;
-        sim_del(s);
+        gs_del(s);
     }
     uint64_t p99 = pct(t, LOSS_SEEDS, 99);
     print_message("restart under loss 30%%: p50 %" PRIu64 " ms, p99 %" PRIu64 " ms\n",
@@ -222,8 +210,7 @@ static void test_loss_30pct_restarted_node_complete_under_500ms(void **state) {
  * both at delta speed. */
 static void test_wall_clock_skew_changes_nothing(void **state) {
     (void)state;
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, 3, 5);
+    gs_sim_t *s = gs_new(3, 5);
     s->timers = true;
     s->node[B].wall_off = 5 * 60000;
     s->node[C].wall_off = -5 * 60000;
@@ -239,7 +226,7 @@ static void test_wall_clock_skew_changes_nothing(void **state) {
         assert_int_equal(s->rejected[r], 0);
     for (uint8_t id = A; id <= C; id++)
         assert_false(nsrv_gossip_node_degraded(s->node[id].g, gs_mono(s, id), NULL));
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A peer refused for any reason is visible at once: /health degraded (with
@@ -269,7 +256,7 @@ static void test_refused_peer_degrades_health(void **state) {
     nsrv_buf_deinit(&why);
     gs_run(s, NSRV_GOSSIP_REFUSAL_HEALTH_MS + 10);
     assert_false(nsrv_gossip_node_degraded(s->node[A].g, gs_mono(s, A), NULL));
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A node restarted where its peer refused it at first (a container back on a new address,
@@ -301,12 +288,11 @@ static void test_moved_peer_is_sent_a_digest_and_pulled_at_once(void **state) {
         gs_run(s, 10);
     assert_true(gs_routes_to(s, B, &br));
     assert_true(s->now - t0 <= 2 * NSRV_GOSSIP_PULL_BATCH_MS + 20);
-    sim_del(s);
+    gs_del(s);
 }
 
 static gs_sim_t *sim_presence(size_t n, uint8_t mute) {
-    gs_sim_t *s = nsrv_malloc(sizeof *s);
-    gs_init(s, n, 11);
+    gs_sim_t *s = gs_new(n, 11);
     s->timers = true;
     s->announce = true;
     if (mute)
@@ -352,7 +338,7 @@ static void test_announced_addresses_reach_every_peer(void **state) {
     gs_run(s, 20000);
     size_t sent = gs_count_sent(s, from, A, B, NSRV_GOSSIP_ANNOUNCE);
     assert_true(sent >= 20000 / 5500 && sent <= 20000 / 4500 + 1);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A peer that never announces itself (an older version refuses the type) gets a bounded
@@ -369,7 +355,7 @@ static void test_mute_peer_gets_few_announces_and_no_leave(void **state) {
     gs_leave(s, A);
     assert_int_equal(gs_count_sent(s, from, A, B, NSRV_GOSSIP_LEAVE), NSRV_GOSSIP_LEAVE_COPIES);
     assert_int_equal(gs_count_sent(s, from, A, C, NSRV_GOSSIP_LEAVE), 0);
-    sim_del(s);
+    gs_del(s);
 }
 
 /* LEAVE takes a node out of its peers' lists at once (not after the alive window), it is
@@ -389,7 +375,7 @@ static void test_leave_is_immediate_and_a_restart_comes_back(void **state) {
     gs_run(s, 1000);
     assert_string_equal(state_of(s, A, B), "up");
     assert_string_equal(alive(s, A, &l), "2=10.0.0.2:9802;3=10.0.0.3:9803");
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A peer cut off is "silent" once the alive window passes, "up" again when heard. */
@@ -404,7 +390,7 @@ static void test_silent_then_up_again(void **state) {
     gs_link(s, A, B, true);
     gs_run(s, 6000);
     assert_string_equal(state_of(s, A, B), "up");
-    sim_del(s);
+    gs_del(s);
 }
 
 /* A peer is one record: dropped from the configuration, everything the engine kept about it
@@ -445,7 +431,7 @@ static void test_removed_peer_takes_its_whole_record(void **state) {
     assert_true(gs_find_sent(s, from, A, B, NSRV_GOSSIP_SYNC_REQ) >= 0);
     gs_run(s, 6000);
     assert_string_equal(nsrv_gossip_node_peer_state(s->node[A].g, B, gs_mono(s, A)), "up");
-    sim_del(s);
+    gs_del(s);
 }
 
 NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_spreads_a_new_broker),

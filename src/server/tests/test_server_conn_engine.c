@@ -23,6 +23,7 @@
 #include "nsrv/arena.h"
 #include "nsrv/config.h"
 #include "testlib.h"
+#include "testlib_tls_client.h"
 
 /* What the fake runner does with a request, by its code. */
 enum {
@@ -641,17 +642,7 @@ static void tls_open(tls_pair_t *p) {
     nsrv_tls_session_t *session = cr->session_new(cr->tls_ctx_ssl(p->server_ctx));
     assert_non_null(session);
     nsrv__ce_start_tls(&fx->e, cr, session);
-    p->client_ctx = SSL_CTX_new(TLS_client_method());
-    SSL_CTX_set_verify(p->client_ctx, SSL_VERIFY_NONE, NULL); /* Java's test mode */
-    p->client = SSL_new(p->client_ctx);
-    p->c_in = BIO_new(BIO_s_mem());
-    p->c_out = BIO_new(BIO_s_mem());
-    BIO_set_mem_eof_return(p->c_in, -1);
-    BIO_set_mem_eof_return(p->c_out, -1);
-    SSL_set_bio(p->client, p->c_in, p->c_out);
-    SSL_set_connect_state(p->client);
-    SSL_do_handshake(p->client);
-    ERR_clear_error();
+    p->client = nsrv_test_tls_client_start(&p->client_ctx, &p->c_in, &p->c_out);
 }
 
 /* The session goes with the engine (teardown); the context and the client here. */
