@@ -28,6 +28,14 @@ def _manager(tmp_path, form):
     return mgr, name
 
 
+def _reap(proc, mgr):
+    """A node the test did not stop is killed; the notify socket is closed."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    mgr.close()
+
+
 @pytest.mark.parametrize("form", ["path", "abstract"])
 def test_ready_then_stopping(nsrvd_bin, tmp_path, form):
     mgr, name = _manager(tmp_path, form)
@@ -47,10 +55,7 @@ def test_ready_then_stopping(nsrvd_bin, tmp_path, form):
         assert msg == "STOPPING=1", msg
         assert proc.wait(timeout=15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        mgr.close()
+        _reap(proc, mgr)
 
 
 def test_idle_process_maps_no_libsystemd(nsrvd_bin):
@@ -90,7 +95,4 @@ def test_gossip_node_is_ready_for_systemd_only_by_the_ready_rule(nsrvd_bin, tmp_
         assert mgr.recv(4096).decode() == "STOPPING=1"
         assert proc.wait(timeout=15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        mgr.close()
+        _reap(proc, mgr)
