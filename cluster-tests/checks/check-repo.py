@@ -16,9 +16,9 @@ Reads every tracked text file and reports, one line each, and exits 1 when any:
 3. holds an absolute path of a particular machine (a directory of this workplace, root's home or a
    user's home; the exact pattern is MACHINE_PATH below):
    paths are derived from the repository root instead;
-4. refers to a project issue by number ("issue 12", "issue-7", "issues 4 and 8"): the issue
-   tracker is not part of the repository, so the text names what it means (the target, the
-   feature, the document) instead;
+4. refers to an entry of the project's tracker by its number (the pattern is ISSUE_NUMBER
+   below): the tracker is not part of the repository, so the text names what it means (the
+   target, the feature, the document) instead;
 5. breaks the layering of ARCHITECTURE.md's module map (check_layers: a src/ folder without a
    row, an include its row does not allow, a row using one below it, a cycle between folders;
    --include-graph prints the graph);
@@ -79,6 +79,7 @@ DOC_CITE = re.compile(
 )
 MORE = re.compile(r"(" + NUM + r")")
 ANY_SECTION = re.compile(SECTION + r" ?(" + NUM + r")")
+TRACKER = "iss" + "ue"  # the word the tracker's numbers follow, spelt so this file has none
 ISSUE_CITE = re.compile(r"\bissue\s+\d+\s+" + SECTION + r" ?" + NUM, re.I)
 ISSUE_NUMBER = re.compile(r"\bissues?[ \t-]#?\d+", re.I)
 HEADING = re.compile(r"^#{1,6}[ \t]+(" + NUM + r")\.?[ \t]", re.M)
@@ -169,7 +170,8 @@ def check(root: Path) -> tuple[int, list[str]]:
             for n in nums:
                 if n not in sections[target]:
                     report(f, text, m.start(), "cites %s %s%s, which has no such section" % (target, SECTION, n))
-        # "issue 7 §1": reported once as an issue reference, not again as a bare section.
+        # A tracker number followed by a section mark is reported once, as a tracker reference,
+        # not again as a bare section.
         for m in ISSUE_CITE.finditer(text):
             covered.update(range(m.start(), m.end()))
         for m in ISSUE_NUMBER.finditer(text):
@@ -468,7 +470,7 @@ SELF_TEST_FILES = {
     "src/ok.c": "/* proto/a.md " + SECTION + "1, " + SECTION + "1.2 step 4 and\n * " + SECTION + "1.2. */\n",
     "src/bad.c": "/* spec " + SECTION + "1.2; a.md " + SECTION + "9; " + SECTION + "1 alone; "
     + "rocketmq-" + "protocol.md */\n",
-    "tests/paths.py": "BIN = '/" + "work/main/build/x'  # not $work/home/y, issue 7 " + SECTION + "1\n",
+    "tests/paths.py": "BIN = '/" + "work/main/build/x'  # not $work/home/y, " + TRACKER + " 7 " + SECTION + "1\n",
     # rule 5: a module map where low may use nothing, high may use low; low includes high.
     "ARCHITECTURE.md": "# A\n\n## 3. Module map\n\n| module | library | job | may use |\n|---|---|---|---|\n"
     "| `src/low/` | l | j | libc |\n| `src/high/` | h | j | low (`l.h`), libuv |\n| `src/gone/` | g | j | |\n",
