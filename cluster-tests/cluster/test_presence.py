@@ -10,14 +10,14 @@ Nodes use a 0.5 s interval, so the alive window is 1.5 s.
 
 from __future__ import annotations
 
+import re
 import signal
-import subprocess
 import time
 
 import pytest
 
 from clusterlib import Cluster, http_get, poll_until
-from nsrvd_proc import scaled
+from nsrvd_proc import run_cli, scaled
 
 INTERVAL_MS = 500
 WINDOW_S = 3 * INTERVAL_MS / 1000.0
@@ -104,8 +104,7 @@ def test_silent_and_back_are_logged_once_each_and_status_shows_the_state(cluster
     try:
         poll_until(lambda: "node 3 is silent" in n1.log(), scaled(10))
         assert n1.peer(3)["state"] == "silent"
-        out = subprocess.run([nsrvd_bin, "status", f"127.0.0.1:{n1.status_port}"], capture_output=True,
-                             timeout=scaled(10))
+        out = run_cli(nsrvd_bin, ["status", f"127.0.0.1:{n1.status_port}"], workdir=n1.workdir)
         assert out.returncode == 0, out.stderr
         rows = {ln.split()[0]: ln.split() for ln in out.stdout.decode().splitlines() if ln.split()}
         assert rows["PEER"][:4] == ["PEER", "STATE", "ADDRESS", "NAMESERVER"], rows["PEER"]
@@ -125,6 +124,8 @@ def test_silent_and_back_are_logged_once_each_and_status_shows_the_state(cluster
     # Away about as long as it was frozen (2 windows plus the time to notice), in seconds.
     line = next(ln for ln in log.splitlines() if "node 3 is back after" in ln)
     assert "(restarted)" not in line
+    away = re.search(r"node 3 is back after (\d+(?:\.\d+)?)s", line)
+    assert away and float(away.group(1)) >= 2 * WINDOW_S, line
     assert n1.peer(3)["state"] == "up"
 
 

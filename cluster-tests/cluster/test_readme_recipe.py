@@ -28,7 +28,7 @@ import pytest
 
 from brokersim import own_topics
 from clusterlib import http_get, poll_until
-from nsrvd_proc import scaled
+from nsrvd_proc import SANITIZER_MARKERS, scaled
 from rmq import Connection, NamesrvClient, ResponseCode
 
 REPO = Path(__file__).resolve().parents[2]
@@ -151,6 +151,10 @@ def test_three_nodes_on_one_host_as_written(tmp_path, nsrvd_bin, sim_factory):
         for pid in pids:
             assert eventually(lambda: not _alive(pid), scaled(35)), (
                 f"node pid {pid} still running after the stop block")
+        for log in sorted(demo.glob("node*.log")):
+            text = log.read_text(errors="replace")
+            assert not [m for m in SANITIZER_MARKERS if m in text], f"{log.name}:\n{text[-4000:]}"
+            assert "shutdown complete" in text, f"{log.name} did not stop gracefully:\n{text[-2000:]}"
     finally:
         # Wherever the recipe got to: every node it started wrote its pid file under TMPDIR.
         for pid_file in tmp.rglob("node*.pid"):

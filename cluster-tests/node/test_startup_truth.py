@@ -19,7 +19,7 @@ import time
 import pytest
 
 from nsrv_check import assert_code
-from nsrvd_proc import BOOT_RE, scaled, write_properties
+from nsrvd_proc import BOOT_RE, NsrvdProcess, free_port, run_cli, scaled, write_properties
 from rmq import NamesrvClient
 
 KV_CONFIG_NOT_EXIST = 22
@@ -153,34 +153,25 @@ def test_second_process_same_kv_path_refused(nsrvd_factory):
     assert first.alive()
 
 
-def test_second_process_same_config_file_refused(nsrvd_bin, tmp_path):
+def test_second_process_same_config_file_refused(nsrvd_factory, nsrvd_bin, tmp_path):
     """The -c file is configStorePath (UPDATE_NAMESRV_CONFIG rewrites it): two nodes started from
     one file in two directories (a relative kvConfigPath, so their KV files differ) would both
     rewrite it; the second is refused, naming the file and the first one's pid."""
+    port = free_port()
     conf = tmp_path / "shared.properties"
-    conf.write_text("listenPort=0\nkvConfigPath=kv/kvConfig.json\n")
-    procs = []
-    try:
-        for name in ("a", "b"):
-            (tmp_path / name).mkdir()
-            procs.append(subprocess.Popen([nsrvd_bin, "-c", str(conf)], cwd=tmp_path / name,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-            if name == "a":
-                deadline = time.monotonic() + scaled(10)
-                line = ""
-                while not BOOT_RE.search(line) and time.monotonic() < deadline:
-                    line = procs[0].stdout.readline()
-                assert BOOT_RE.search(line), "first node did not boot"
-        out, err = procs[1].communicate(timeout=scaled(15))
-        assert procs[1].returncode != 0, err
-        assert not BOOT_RE.search(out), "boot line printed by a node that exits:\n" + out
-        assert f"configStorePath '{conf}' is in use by process {procs[0].pid}" in err, err
-        assert procs[0].poll() is None, "the first node must keep running"
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                p.wait(timeout=scaled(30))
+    conf.write_text(f"listenPort={port}\nkvConfigPath=kv/kvConfig.json\n")
+    first = NsrvdProcess(nsrvd_bin, tmp_path / "a", None, port=port, raw_config=conf.read_text(),
+                         name="a")
+    first.config_path = conf
+    nsrvd_factory.procs.append(first)
+    first.start()
+    (tmp_path / "b").mkdir()
+    r = run_cli(nsrvd_bin, ["-c", str(conf)], workdir=tmp_path / "b", timeout=15)
+    out, err = r.stdout.decode(), r.stderr.decode()
+    assert r.returncode != 0, err
+    assert not BOOT_RE.search(out), "boot line printed by a node that exits:\n" + out
+    assert f"configStorePath '{conf}' is in use by process {first.pid}" in err, err
+    assert first.alive(), "the first node must keep running"
 
 
 def test_second_process_same_gossip_state_refused(nsrvd_factory, tmp_path):

@@ -37,6 +37,10 @@ int nsrv_file_make_parent_dirs(const char *path);
 /* write(2) until all len bytes are written (EINTR retried). Returns 0 or -errno. */
 int nsrv_fd_write_all(int fd, const void *data, size_t len);
 
+/* The directory part of path ("." when there is none, "/" for top-level files); the caller
+ * frees it with nsrv_free. */
+char *nsrv_file_dir_of(const char *path);
+
 /* fsync of the directory holding path, so a new name in it survives a crash.
  * Filesystems that cannot fsync a directory count as success. 0 or -errno. */
 int nsrv_file_sync_dir_of(const char *path);

@@ -45,8 +45,7 @@ static char *path_with_suffix(const char *path, const char *suffix) {
     return p;
 }
 
-/* Directory part of path ("." when there is none, "/" for top-level files). */
-static char *dir_of(const char *path) {
+char *nsrv_file_dir_of(const char *path) {
     const char *slash = strrchr(path, '/');
     if (!slash)
         return nsrv_strdup(".");
@@ -83,7 +82,7 @@ static int make_dirs(const char *dir) {
 
 /* op(the directory holding path): the directory's name is a copy the caller need not free. */
 static int on_dir_of(const char *path, int (*op)(const char *dir)) {
-    char *dir = dir_of(path);
+    char *dir = nsrv_file_dir_of(path);
     int rc = op(dir);
     nsrv_free(dir);
     return rc;
@@ -260,7 +259,7 @@ int nsrv_file_write_atomic(const char *path, const void *data, size_t len, bool 
 int nsrv_file_write_atomic_iov(const char *path, const struct iovec *iov, size_t n, bool keep_bak) {
     if (path == NULL || *path == '\0' || (iov == NULL && n > 0))
         return -EINVAL;
-    char *dir = dir_of(path);
+    char *dir = nsrv_file_dir_of(path);
     char *tmp = path_with_suffix(path, ".tmp");
     int rc = make_dirs(dir);
     if (rc < 0)

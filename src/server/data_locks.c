@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nsrv/alloc.h"
 #include "nsrv/config.h"
+#include "nsrv/fileio.h"
 #include "nsrv/gossip.h"
 #include "nsrv/log.h"
 #include "nsrv/pidlock.h"
@@ -29,8 +31,17 @@ static bool same_file(int fd_a, int fd_b) {
            a.st_ino == b.st_ino;
 }
 
-static bool unwritable_dir(int err) {
-    return err == EACCES || err == EROFS || err == EPERM;
+/* The lock failed because this process cannot write the file's directory (EACCES on an
+ * existing lock file owned by another user does not count: the rename could still land). */
+static bool unwritable_dir(int err, const char *path) {
+    if (err == EROFS)
+        return true;
+    if (err != EACCES && err != EPERM)
+        return false;
+    char *dir = nsrv_file_dir_of(path);
+    bool no_write = access(dir, W_OK) != 0;
+    nsrv_free(dir);
+    return no_write;
 }
 
 int nsrv__data_locks_take(nsrv_server_t *srv) {
@@ -49,7 +60,7 @@ int nsrv__data_locks_take(nsrv_server_t *srv) {
     for (size_t i = 0; i < n; i++) {
         char err[4200] = "";
         int fd = nsrv_pidlock_acquire(files[i].path, err, sizeof err);
-        if (fd < 0 && unwritable_dir(errno)) {
+        if (fd < 0 && unwritable_dir(errno, files[i].path)) {
             /* A directory this process cannot write (the packaged /etc/nsrvd under
              * ProtectSystem=strict, where configStorePath is the -c file) cannot hold the
              * lock, but then this process cannot rewrite the file either: nothing to guard. */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "nsrv/alloc.h"
 #include "nsrv/fileio.h"
 #include "nsrv/seal.h"
 #include "nsrv/text.h"
@@ -38,17 +39,6 @@ void nsrv_keygen_cli_usage(FILE *f) {
         "  k3=$(nsrvd keygen -o n3/gossip.key -n 3)\n"
         "  echo \"gossipPeerKeys=$k1,$k2,$k3\"   # the same line in all three configurations\n",
         f);
-}
-
-/* The directory a new file at path lands in ("." for a bare name). */
-static void dir_of(const char *path, char *out, size_t cap) {
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(out, cap, ".");
-    else if (slash == path)
-        snprintf(out, cap, "/");
-    else
-        snprintf(out, cap, "%.*s", (int)(slash - path), path);
 }
 
 int nsrv_keygen_cli(int argc, char **argv) {
@@ -82,8 +72,7 @@ int nsrv_keygen_cli(int argc, char **argv) {
 
     /* A key root makes in a service account's directory is that account's: the packaged
      * service runs as nsrvd and could not read a root-owned key in /var/lib/nsrvd. */
-    char dir[PATH_MAX];
-    dir_of(out, dir, sizeof dir);
+    char *dir = nsrv_file_dir_of(out);
     uid_t owner = (uid_t)-1;
     gid_t group = (gid_t)-1;
     struct stat dst;
@@ -100,6 +89,7 @@ int nsrv_keygen_cli(int argc, char **argv) {
                 rc == -EEXIST ? " (keygen never replaces a key; remove it first, or use another "
                                 "file and a new -k for a rotation)"
                               : "");
+        nsrv_free(dir);
         return 1;
     }
     printf("%s\n", line);
@@ -122,5 +112,6 @@ int nsrv_keygen_cli(int argc, char **argv) {
             (unsigned)node, shown, user, grp, owner != (uid_t)-1 ? ", the owner of " : "",
             owner != (uid_t)-1 ? dir : "", (unsigned)node, (unsigned)key_id, shown, (unsigned)node,
             (unsigned)key_id);
+    nsrv_free(dir);
     return 0;
 }
