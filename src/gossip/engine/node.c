@@ -132,8 +132,7 @@ int nsrv__emit_cb(void *ud, const uint8_t *d, size_t len) {
     nsrv__emit_ctx_t *e = ud;
     e->n->c.dgrams_sent++;
     e->n->c.bytes_sent += len;
-    if (e->trace)
-        nsrv__trace_sent(e->n, e->dst, d, len);
+    nsrv__trace_sent(e->n, e->dst, d, len);
     nsrv__emit(e->n, NSRV_GOSSIP_ACT_SEND, e->dst, 0, d, len);
     return 0;
 }
@@ -243,7 +242,7 @@ static void send_tombs(nsrv_gossip_node_t *n, uint8_t dst, bool repeating_only, 
             if (!w || t[w - 1].bkey != t[i].bkey)
                 t[w++] = t[i];
         }
-        nsrv__emit_ctx_t e = {n, dst, true};
+        nsrv__emit_ctx_t e = {n, dst};
         nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
         nsrv_gossip_sender_tombs(&n->sender, &so, t, w, nsrv__emit_cb, &e);
     }
@@ -280,7 +279,7 @@ static void touch_cb(void *ud, const nsrv_route_live_info_t *li) {
 
 static void send_full_to(nsrv_gossip_node_t *n, uint8_t dst, const nsrv_gossip_entry_t *e, size_t k,
                          uint64_t now_mono, int64_t now_wall) {
-    nsrv__emit_ctx_t ec = {n, dst, true};
+    nsrv__emit_ctx_t ec = {n, dst};
     nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
     int rc = nsrv_gossip_sender_full(&n->sender, &so, n->round, e, k, nsrv__emit_cb, &ec);
     if (rc < 0)
@@ -344,7 +343,7 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
             send = mine;
         }
         if (ks) {
-            nsrv__emit_ctx_t ec = {n, dst, true};
+            nsrv__emit_ctx_t ec = {n, dst};
             nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
             nsrv_gossip_sender_delta(&n->sender, &so, send, ks, nsrv__emit_cb, &ec);
         }
@@ -364,7 +363,7 @@ size_t nsrv_gossip_node_send_sync(nsrv_gossip_node_t *n, uint64_t now_mono, int6
         uint8_t dst = nsrv_gossip_peer_id(nsrv_gossip_peers_at(n->peers, i));
         if (nsrv__ps(n, dst)->got_digest)
             continue;
-        nsrv__emit_ctx_t ec = {n, dst, true};
+        nsrv__emit_ctx_t ec = {n, dst};
         nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
         nsrv_gossip_sender_sync(&n->sender, &so, nsrv__emit_cb, &ec);
         sent++;

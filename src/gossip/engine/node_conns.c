@@ -66,16 +66,17 @@ static void log_not_peer(nsrv_gossip_node_t *n, const struct sockaddr *from, uin
 
 uint32_t nsrv_gossip_node_pull_conn_open(nsrv_gossip_node_t *n, const struct sockaddr *from,
                                          uint64_t now_mono) {
-    if (n->n_conns >= NSRV_GOSSIP_PULL_SRV_MAX && !evict_oldest(n)) {
-        /* Every slot is answering a real request: refuse this one. */
-        n->c.pull_conns_evicted++;
-        return 0;
-    }
-    /* As on the datagram path: only configured peers' addresses may pull. */
+    /* As on the datagram path: only configured peers' addresses may pull, and
+     * a stranger never evicts a peer's connection. */
     if (!from || !nsrv_gossip_peers_ip_known(n->peers, from)) {
         n->c.pull_conns_not_peer++;
         log_not_peer(n, from, now_mono);
         nsrv__resolve_due(n, now_mono, true); /* a named peer may have come back elsewhere */
+        return 0;
+    }
+    if (n->n_conns >= NSRV_GOSSIP_PULL_SRV_MAX && !evict_oldest(n)) {
+        /* Every slot is answering a real request: refuse this one. */
+        n->c.pull_conns_evicted++;
         return 0;
     }
     if (++n->next_conn_id == 0)

@@ -113,12 +113,10 @@ uint64_t nsrv__info_bkey(const nsrv_route_live_info_t *li);
 void nsrv__ident_confirm(nsrv_gossip_node_t *n, uint64_t bkey, const nsrv_data_version_t *dv,
                          uint8_t peer);
 int nsrv__cmp_u64(const void *a, const void *b);
-/* Where the sender's datagrams go: counted, then queued as a SEND action for dst. Presence
- * datagrams (announce, leave) have never gone through nsrv__trace_sent; trace=false keeps that. */
+/* Where the sender's datagrams go: traced, counted, then queued as a SEND action for dst. */
 typedef struct {
     nsrv_gossip_node_t *n;
     uint8_t dst;
-    bool trace;
 } nsrv__emit_ctx_t;
 int nsrv__emit_cb(void *ud, const uint8_t *d, size_t len);
 

@@ -43,7 +43,7 @@ void nsrv__announce_to(nsrv_gossip_node_t *n, uint8_t peer, uint64_t now_mono, i
     }
     nsrv_gossip_announce_t a = {nsrv_str_c(n->ann_ns_host), n->ann_ns_port,
                                 nsrv_str_c(n->ann_status_host), n->ann_status_port};
-    nsrv__emit_ctx_t e = {n, peer, false};
+    nsrv__emit_ctx_t e = {n, peer};
     nsrv_gossip_send_opts_t so = nsrv__send_opts(n, peer, now_mono, now_wall);
     nsrv_gossip_sender_announce(&n->sender, &so, &a, nsrv__emit_cb, &e);
 }
@@ -56,7 +56,7 @@ size_t nsrv_gossip_node_leave(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t 
         /* Only peers that speak it: an older one would log the datagram as refused. */
         if (!ps || !ps->announced)
             continue;
-        nsrv__emit_ctx_t e = {n, dst, false};
+        nsrv__emit_ctx_t e = {n, dst};
         nsrv_gossip_send_opts_t so = nsrv__send_opts(n, dst, now_mono, now_wall);
         /* Twice: one lost datagram should not cost the peers the alive window. */
         for (int k = 0; k < NSRV_GOSSIP_LEAVE_COPIES; k++)

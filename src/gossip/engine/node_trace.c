@@ -17,8 +17,8 @@
 
 #include "node_int.h"
 
-static const char *const TYPE_NAMES[] = {"?",        "DIGEST_FULL", "DIGEST_DELTA",
-                                         "SYNC_REQ", "TOMBSTONE",   "PULL_REQ"};
+static const char *const TYPE_NAMES[] = {"?",         "DIGEST_FULL", "DIGEST_DELTA", "SYNC_REQ",
+                                         "TOMBSTONE", "PULL_REQ",    "ANNOUNCE",     "LEAVE"};
 
 static const char *type_name(uint8_t t) {
     return t < NSRV_ARRAY_LEN(TYPE_NAMES) ? TYPE_NAMES[t] : "?";

@@ -132,6 +132,10 @@ static void test_full_server_evicts_the_oldest_silent_conn(void **state) {
         gs_run(s, 1);
     }
     assert_int_equal(conn_request(s, ids[0]), 0); /* the oldest is being answered */
+    /* A stranger is refused before anything is evicted for it. */
+    assert_int_equal(conn_open(s, "10.9.9.9"), 0);
+    assert_int_equal(s->conns_closed[A], 0);
+    assert_int_equal(counters(s)->pull_conns_evicted, 0);
     uint32_t extra = peer_conn_open(s);
     assert_int_equal(s->conns_closed[A], 1);
     assert_int_equal(s->conn_closed_last[A], ids[1]); /* the oldest silent one */
