@@ -119,8 +119,7 @@ static int encode(nsrv_buf_t *out, const nsrv_cmd_t *cmd, bool with_body) {
 
     if (body_len && with_body)
         nsrv_buf_append(out, cmd->body, body_len);
-    nsrv_buf_put_be32_at(out, start, (uint32_t)(4 + hdr_len + body_len));
-    nsrv_buf_put_be32_at(out, start + 4, ((uint32_t)type << 24) | (uint32_t)hdr_len);
+    nsrv_frame_set_lengths((uint8_t *)out->data + start, 8 + hdr_len, body_len, (uint8_t)type);
     return 0;
 
 too_big:
