@@ -151,12 +151,10 @@ static const char *str_of(const nsrv_json_t *o, const char *key) {
 /* A millisecond count of the JSON as a person reads it ("0.4s", "12s", "3m05s"); "-" when
  * absent or null. */
 static const char *age_of(const nsrv_json_t *o, const char *key, char *buf, size_t cap) {
-    const char *s = nsrv_json_as_str(nsrv_json_get(o, key), NULL);
-    char *end = NULL;
-    unsigned long long ms = s ? strtoull(s, &end, 10) : 0;
-    if (!s || end == s || *end)
-        return "-";
-    return nsrv_fmt_duration_ms(ms, buf, cap);
+    int64_t ms;
+    if (!nsrv_json_as_i64(nsrv_json_get(o, key), &ms) || ms < 0)
+        return "-"; /* absent, null, not an integer, or negative: nothing to show */
+    return nsrv_fmt_duration_ms((uint64_t)ms, buf, cap);
 }
 
 /* A node of an earlier version says only "up": true or false. */
