@@ -9,8 +9,11 @@
  *    queued replies drained by the peer, so a peer that stopped reading is idle
  *    too, however much it still has queued: it is reset (RST), so the kernel
  *    drops the unsent bytes as well instead of keeping them for an orphan.
- *  - maxConnections: past it a new connection is accepted and closed at once
+ *  - The connection limit (maxConnections, and what RLIMIT_NOFILE allows:
+ *    conn_limit.c): past it a new connection is accepted and closed at once
  *    (accepting keeps the kernel backlog from filling and stalling the listener).
+ *    An accept that fails all the same (descriptors used elsewhere) is counted
+ *    and logged as such; libuv closes the waiting clients itself then.
  *  - totalOutputLimitBytes: when the replies queued across all connections pass
  *    it, the connection holding the most is reset, until under it. The one
  *    holding the most is the one least likely to be reading (each connection
@@ -42,8 +45,25 @@ static void free_cb(uv_handle_t *h) {
     nsrv_free(h);
 }
 
+static void log_refused(nsrv_server_t *srv, size_t limit) {
+    int max = srv->cfg->max_connections;
+    if (max > 0 && (size_t)max == limit)
+        nsrv_log_warn("SERVER",
+                      "maxConnections=%d reached: %" PRIu64 " new connection(s) refused "
+                      "(%" PRIu64 " in all)",
+                      max, srv->refused_since_log, srv->conns_refused_total);
+    else
+        nsrv_log_warn("SERVER",
+                      "connection limit %zu reached (RLIMIT_NOFILE %" PRIu64 " less %" PRIu64
+                      " reserved): %" PRIu64 " new connection(s) refused (%" PRIu64 " in all)",
+                      limit, srv->fd_limit, nsrv__fd_reserve(srv->fd_limit), srv->refused_since_log,
+                      srv->conns_refused_total);
+    srv->refused_since_log = 0;
+}
+
 void nsrv__conn_accept_or_refuse(nsrv_server_t *srv) {
-    if (srv->n_conns < (size_t)srv->cfg->max_connections) {
+    size_t limit = nsrv__conn_limit(srv);
+    if (srv->n_conns < limit) {
         nsrv__conn_accept(srv);
         return;
     }
@@ -52,16 +72,20 @@ void nsrv__conn_accept_or_refuse(nsrv_server_t *srv) {
     if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)t) == 0) {
         srv->conns_refused_total++;
         srv->refused_since_log++;
-        if (log_due(&srv->refused_logged_ms, nsrv_now_mono_ms())) {
-            nsrv_log_warn("SERVER",
-                          "maxConnections=%d reached: %" PRIu64 " new connection(s) refused "
-                          "(%" PRIu64 " in all)",
-                          srv->cfg->max_connections, srv->refused_since_log,
-                          srv->conns_refused_total);
-            srv->refused_since_log = 0;
-        }
+        if (log_due(&srv->refused_logged_ms, nsrv_now_mono_ms()))
+            log_refused(srv, limit);
     }
     uv_close((uv_handle_t *)t, free_cb);
+}
+
+void nsrv__conn_accept_failed(nsrv_server_t *srv, int status) {
+    srv->accept_failed_total++;
+    srv->accept_failed_since_log++;
+    if (!log_due(&srv->accept_failed_logged_ms, nsrv_now_mono_ms()))
+        return;
+    nsrv_log_warn("SERVER", "accept failed: %s: %" PRIu64 " time(s) (%" PRIu64 " in all)",
+                  uv_strerror(status), srv->accept_failed_since_log, srv->accept_failed_total);
+    srv->accept_failed_since_log = 0;
 }
 
 /* Freed reply buffers and decoded big frames leave holes in the allocator's heaps; a

@@ -105,7 +105,11 @@ struct nsrv_server {
     /* Connection hygiene (conn_hygiene.c). */
     size_t out_queued_bytes;      /* reply bytes queued across all open connections */
     size_t in_buffered_bytes;     /* partial-request buffer bytes across all open connections */
-    uint64_t conns_refused_total; /* accepted and closed at maxConnections */
+    uint64_t conns_refused_total; /* accepted and closed at the connection limit */
+    uint64_t fd_limit;            /* RLIMIT_NOFILE after start-up's raise; 0: unlimited */
+    size_t fd_conn_cap;           /* connections the descriptors allow (conn_limit.c) */
+    uint64_t accept_failed_total; /* accepts that failed (EMFILE, ENFILE, ENOMEM, ...) */
+    uint64_t accept_failed_logged_ms, accept_failed_since_log;
     uint64_t conns_stalled_total; /* closed: queued replies not drained for the idle time */
     uint64_t output_shed_total;   /* closed: held the most output past totalOutputLimitBytes */
     uint64_t input_shed_total;    /* closed: held the most input past totalInputLimitBytes */
@@ -215,7 +219,15 @@ int nsrv__data_locks_take(nsrv_server_t *srv);
 void nsrv__data_locks_release(nsrv_server_t *srv);
 
 /* conn_hygiene.c */
-/* Listener callback: accepts one connection, or accepts and closes it at maxConnections. */
+/* The connection limit (conn_limit.c): the smaller of maxConnections (0: none of its own) and
+ * what RLIMIT_NOFILE allows after a reserve for files and peers; init raises the soft limit. */
+uint64_t nsrv__fd_reserve(uint64_t fd_limit);
+uint64_t nsrv__conns_for_fds(uint64_t fd_limit);
+void nsrv__conn_limit_init(nsrv_server_t *srv);
+size_t nsrv__conn_limit(const nsrv_server_t *srv);
+/* A failed accept: counted, logged at most every 10 s with the count since the last line. */
+void nsrv__conn_accept_failed(nsrv_server_t *srv, int status);
+/* Listener callback: accepts one connection, or accepts and closes it at the connection limit. */
 void nsrv__conn_accept_or_refuse(nsrv_server_t *srv);
 /* Closes connections that made no progress (no byte read, no reply byte drained) for
  * serverChannelMaxIdleTimeSeconds; called every second. */
