@@ -92,7 +92,7 @@ def run(runner, srv, p, workdir: Path, warm: int, cpu_seconds) -> Dict[str, obje
                                                  "-s", "60"])
         f = fleet_result(proc, workdir, 90)
         res.update({k: f[k] for k in ("all_answered_ms", "p50_us", "p99_us", "p999_us", "max_us", "answered",
-                                      "connect_failed", "dropped")})
+                                      "unanswered", "connect_failed", "dropped")})
         res["errors"] = f["errors"] + f["connect_failed"]
         res["server_cpu_s"] = round(cpu_seconds(srv.proc.pid) - cpu0, 2)
         res["rss_kib"] = srv.rss_kib()
@@ -158,8 +158,11 @@ def summary(ps: list, servers: list, results: Dict[str, Dict[str, dict]]) -> Lis
                 continue
             rss = f"RSS {r.get('rss_kib', 0) / 1024:.1f} MB"
             if p.kind == "storm":
-                lines.append(f"- {p.key} {name}: {r['answered']:,} of {r['clients']:,} answered, the last after "
-                             f"{r['all_answered_ms']:.0f} ms (-1: not all); per client p50 {fmt_us(r['p50_us'])}, "
+                last = f"the last after {r['all_answered_ms']:.0f} ms" if r["all_answered_ms"] >= 0 else \
+                    f"{r['unanswered']:,} still waiting after 60 s (in the percentiles with the time waited)"
+                lines.append(f"- {p.key} {name}: {r['answered']:,} of {r['clients']:,} answered, {last}, "
+                             f"{r['dropped']} dropped, {r['connect_failed']} connects failed; per client p50 "
+                             f"{fmt_us(r['p50_us'])}, "
                              f"p99 {fmt_us(r['p99_us'])}, p99.9 {fmt_us(r['p999_us'])}, max {fmt_us(r['max_us'])}; "
                              f"errors {r['errors']}; server CPU {r['server_cpu_s']} s; {rss}")
                 continue

@@ -436,10 +436,17 @@ static int resolve(fleet_t *f) {
 }
 
 static void print_result(fleet_t *f, uint64_t t0) {
-    const nsrv_bsim_hist_t *h = &f->hist;
-    uint64_t unanswered = 0;
-    for (int i = 0; f->o.storm && i < f->o.clients; i++)
-        unanswered += f->cs[i].state == CL_OPEN && !f->cs[i].answered;
+    nsrv_bsim_hist_t *h = &f->hist;
+    /* A client still waiting when the run ends counts in the percentiles with the time it
+     * waited so far: a server that answers few clients is not judged by those few. */
+    uint64_t unanswered = 0, end = now_ns();
+    for (int i = 0; f->o.storm && i < f->o.clients; i++) {
+        const client_t *c = &f->cs[i];
+        if ((c->state == CL_OPEN || c->state == CL_CONNECTING) && !c->answered) {
+            unanswered++;
+            nsrv__bsim_hist_add(h, (end - c->start_ns) / 1000u);
+        }
+    }
     double all_ms = f->o.storm && f->answered == (uint64_t)f->o.clients
                         ? (double)(f->first_answer_last_ns - t0) / 1e6
                         : -1;
