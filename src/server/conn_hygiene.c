@@ -98,28 +98,41 @@ static void give_back_freed_memory(nsrv_server_t *srv) {
     nsrv__heap_give_back();
 }
 
+static void idle_tick(nsrv_server_t *srv, nsrv_conn_t *c, uint64_t now_ms, uint64_t idle_ms) {
+    unsigned act = nsrv__ce_tick(&c->eng, now_ms, idle_ms,
+                                 uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
+    if (!(act & NSRV_CE_ACT_CLOSE))
+        return;
+    if (act & NSRV_CE_ACT_STALLED) {
+        srv->conns_stalled_total++;
+        nsrv_log_notice(
+            "SERVER", "connection '%s' drained none of its %zu queued reply bytes in %d s", c->peer,
+            c->eng.out_pending, srv->cfg->server_channel_max_idle_time_seconds);
+        c->reset_on_close = true;
+        srv->trim_due = true;
+    }
+    nsrv__conn_close(c, c->eng.close_why);
+}
+
 void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
     give_back_freed_memory(srv); /* what the closes of the last sweep released */
     uint64_t idle_ms = (uint64_t)srv->cfg->server_channel_max_idle_time_seconds * 1000u;
     if (idle_ms == 0)
         return;
-    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
-        next = c->next;
-        if (c->closing)
-            continue;
-        unsigned act = nsrv__ce_tick(&c->eng, now_ms, idle_ms,
-                                     uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
-        if (!(act & NSRV_CE_ACT_CLOSE))
-            continue;
-        if (act & NSRV_CE_ACT_STALLED) {
-            srv->conns_stalled_total++;
-            nsrv_log_notice(
-                "SERVER", "connection '%s' drained none of its %zu queued reply bytes in %d s",
-                c->peer, c->eng.out_pending, srv->cfg->server_channel_max_idle_time_seconds);
-            c->reset_on_close = true;
-            srv->trim_due = true;
-        }
-        nsrv__conn_close(c, c->eng.close_why);
+    /* Replies queued in the socket: their drain is watched every tick. */
+    for (nsrv_conn_t *c = srv->out_list, *next; c; c = next) {
+        next = c->out_next;
+        if (!c->closing)
+            idle_tick(srv, c, now_ms, idle_ms);
+        if (c->closing || (c->eng.out_pending == 0 &&
+                           uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0))
+            nsrv__conn_out_unlist(c);
+    }
+    /* Only a connection not read for the idle time can be idle (conn_lists.c). */
+    for (nsrv_conn_t *c = srv->heard_head, *next; c && now_ms - c->heard_ms >= idle_ms; c = next) {
+        next = c->heard_next;
+        if (!c->closing)
+            idle_tick(srv, c, now_ms, idle_ms);
     }
 }
 
