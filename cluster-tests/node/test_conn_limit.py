@@ -129,3 +129,27 @@ def test_max_connections_below_descriptors_rules(limited):
     node = limited({"maxConnections": 20})
     assert f"connections: at most 20 (maxConnections; RLIMIT_NOFILE {HARD})" in node.output()
     assert metrics(node)["nsrvd_connections_limit"] == 20
+
+
+def test_idle_sweep_visits_only_connections_that_need_it(limited):
+    """Many connections cost the once-a-second sweep nothing while they are read within the
+    idle time and have nothing queued: its work follows the connections that may be idle or
+    are draining replies, not all of them (100,000 mostly idle clients must not stall the
+    loop every second). A connection left silent past the idle time is visited and closed."""
+    node = limited({"serverChannelMaxIdleTimeSeconds": 3}, soft=HARD, hard=HARD)
+    conns = [Connection("127.0.0.1", node.port, timeout=scaled(5)) for _ in range(100)]
+    try:
+        before = metrics(node)["nsrvd_idle_sweep_visits_total"]
+        deadline = time.monotonic() + 2.5  # under the idle time: each is read every half second
+        while time.monotonic() < deadline:
+            for c in conns:
+                assert_code(c.request(RequestCode.GET_BROKER_CLUSTER_INFO), 0)
+            time.sleep(0.5)
+        visits = metrics(node)["nsrvd_idle_sweep_visits_total"] - before
+        assert visits < 10, f"the sweep visited {visits} connections read within the idle time"
+        # Silent from now on: each is visited once it was not read for the idle time, and closed.
+        wait_until(lambda: metrics(node)["nsrvd_connections"] == 0, scaled(8), msg="idle connections stayed")
+        assert metrics(node)["nsrvd_idle_sweep_visits_total"] - before >= 100
+    finally:
+        for c in conns:
+            c.close()

@@ -99,6 +99,7 @@ static void give_back_freed_memory(nsrv_server_t *srv) {
 }
 
 static void idle_tick(nsrv_server_t *srv, nsrv_conn_t *c, uint64_t now_ms, uint64_t idle_ms) {
+    srv->idle_sweep_visits_total++;
     unsigned act = nsrv__ce_tick(&c->eng, now_ms, idle_ms,
                                  uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
     if (!(act & NSRV_CE_ACT_CLOSE))

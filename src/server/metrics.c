@@ -127,6 +127,10 @@ static void write_server_scalars(nsrv_server_t *srv, nsrv_buf_t *b) {
         {"nsrvd_connections_limit", G,
          "Open connections at most: maxConnections, or less if RLIMIT_NOFILE allows less.",
          nsrv__conn_limit(srv) == SIZE_MAX ? (uint64_t)INT64_MAX : nsrv__conn_limit(srv)},
+        {"nsrvd_idle_sweep_visits_total", C,
+         "Connections the once-a-second idle sweep examined: those not read for the idle time "
+         "or with replies queued, not all.",
+         srv->idle_sweep_visits_total},
         {"nsrvd_accept_failures_total", C,
          "Accepts that failed (EMFILE: descriptors used up outside the connection limit).",
          srv->accept_failed_total},

@@ -113,12 +113,13 @@ struct nsrv_server {
     uint64_t route_fast_total; /* of those, route queries the fast path answered */
     nsrv_req_metrics_t reqm;   /* per request code, latency, bytes (metrics.c) */
     /* Connection hygiene (conn_hygiene.c). */
-    size_t out_queued_bytes;      /* reply bytes queued across all open connections */
-    size_t in_buffered_bytes;     /* partial-request buffer bytes across all open connections */
-    uint64_t conns_refused_total; /* accepted and closed at the connection limit */
-    uint64_t fd_limit;            /* RLIMIT_NOFILE after start-up's raise; 0: unlimited */
-    size_t fd_conn_cap;           /* connections the descriptors allow (conn_limit.c) */
-    uint64_t accept_failed_total; /* accepts that failed (EMFILE, ENFILE, ENOMEM, ...) */
+    size_t out_queued_bytes;          /* reply bytes queued across all open connections */
+    size_t in_buffered_bytes;         /* partial-request buffer bytes across all open connections */
+    uint64_t conns_refused_total;     /* accepted and closed at the connection limit */
+    uint64_t fd_limit;                /* RLIMIT_NOFILE after start-up's raise; 0: unlimited */
+    size_t fd_conn_cap;               /* connections the descriptors allow (conn_limit.c) */
+    uint64_t accept_failed_total;     /* accepts that failed (EMFILE, ENFILE, ENOMEM, ...) */
+    uint64_t idle_sweep_visits_total; /* connections the idle sweep examined */
     uint64_t accept_failed_logged_ms, accept_failed_since_log;
     uint64_t conns_stalled_total; /* closed: queued replies not drained for the idle time */
     uint64_t output_shed_total;   /* closed: held the most output past totalOutputLimitBytes */
