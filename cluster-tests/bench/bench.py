@@ -33,6 +33,7 @@ from typing import Dict, List, Optional
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "lib"))
 import rmq  # noqa: E402
+import scale  # noqa: E402  (the fleet profiles: many clients, storm, cost in connections)
 
 SERVER_CPU = "1"
 LOAD_CPU = "0"
@@ -189,9 +190,12 @@ class Profile:
     reg_topics: int = 0
     reg_compressed: bool = False
     reply_bytes: int = 0  # nsrvd's mean reply size, for the ceiling
+    fleet: int = 0  # fleet profiles (scale.py): clients, poll period, seconds polled
+    period_ms: int = 0
+    window: int = 0
 
 
-def profiles(smoke: bool, fixed_rate: int) -> List[Profile]:
+def profiles(smoke: bool, fixed_rate: int, fleet_seconds: int = 180) -> List[Profile]:
     s = 10 if smoke else 1  # smoke: a tenth of the data
     ps = [
         Profile("P1", "P1: 10 brokers x 100 topics, 16 conns x 1 in flight", "throughput",
@@ -234,7 +238,7 @@ def profiles(smoke: bool, fixed_rate: int) -> List[Profile]:
                           "16x8", "growth",
                           ["-b", str(nb), "-t", "100", "--ramp", str(10 * nb), "--req-timeout-ms", "120000"],
                           ["-c", "16", "-d", "8", "--brokers", str(nb), "--topics", "100"]))
-    return ps
+    return ps + scale.profiles(Profile, smoke, fleet_seconds)
 
 
 # ---- running ---------------------------------------------------------------------------------
@@ -340,6 +344,8 @@ class Runner:
                 res.update(q)
                 res.update({"reg_count": st.get("lat_count", 0), "reg_p50_us": st.get("lat_p50_us", 0),
                             "reg_p99_us": st.get("lat_p99_us", 0), "reg_failed": st.get("reg_failed", 0)})
+            elif p.kind in scale.KINDS:
+                res.update(scale.run(self, srv, p, workdir, warm, cpu_seconds))
             else:
                 res.update(self.bench(srv.port, p.bench, a.seconds, warm,
                                       srv.proc.pid if p.kind in REPEATED_KINDS else 0))
@@ -429,6 +435,7 @@ SHOW = {
     "register": ("reg_p50_us", "us", "java-5.3.3"),
     "memory": ("rss_kib", "kib", "java-5.3.3"),
     "startup": ("startup_ms", "ms", "java-5.3.3"),
+    **scale.SHOW,
 }
 
 
@@ -507,6 +514,7 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
     unavailable = [f"- {s.name}: {s.why_not}" for s in servers if s.why_not]
     if unavailable:
         lines += ["", "Not measured:"] + unavailable
+    lines += scale.summary(ps, servers, results)
     (out / "results.md").write_text("\n".join(lines) + "\n")
     with open(out / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -541,6 +549,8 @@ def main() -> int:
                     help="the servers measured in every round; the others only in the first")
     ap.add_argument("--nsrvd-base", default="", help="another nsrvd binary, measured as server nsrvd-base in the same "
                     "rounds: before/after comparisons in one run")
+    ap.add_argument("--fleet-seconds", type=int, default=180,
+                    help="CLIENTS: seconds the 18,000 clients poll after all are connected")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--tsv", default="", help="smoke: one passed/failed line per cell")
     a = ap.parse_args()
@@ -569,7 +579,7 @@ def main() -> int:
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {cpu_model()}, Linux {platform.release()}",
             "load_before": load_average(), "seconds": a.seconds, "warmup": a.warmup}
     results: Dict[str, Dict[str, dict]] = {}
-    ps = profiles(a.smoke, a.fixed_rate or 20000)
+    ps = profiles(a.smoke, a.fixed_rate or 20000, a.fleet_seconds)
     only = set(a.only.split(",")) - {""}
     ps = [p for p in ps if not only or p.key in only]
     heaps = dict(kv.split("=", 1) for kv in a.java_heap.split(",") if kv)

@@ -85,7 +85,7 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "logLevel=notice";
     lines[n++] = "maxFrameLength=16777216";
     lines[n++] = "connOutputLimitBytes=4194304";
-    lines[n++] = "maxConnections=10000";
+    lines[n++] = "maxConnections=0";
     lines[n++] = "totalOutputLimitBytes=536870912";
     lines[n++] = "totalInputLimitBytes=536870912";
     lines[n++] = "registerMaxTopics=200000";
