@@ -1,0 +1,27 @@
+# Sourced by prepare-peers.sh for the peer "proxy540" (scenario 11): the RocketMQ 5.4.0 Proxy,
+# the 5.4.0 broker and Java NameServer it runs with, and the gRPC test program, each resolved
+# or built once into <cache>/proxy540/ and stamped with a hash of its inputs.
+proxy_peer() {
+  local d="$cache/proxy540" s role
+  mkdir -p "$d"
+  s=$(stamp_of "$here/peers/pom.xml")
+  for role in proxy broker namesrv; do
+    if ! fresh "$d/$role.stamp" "$s" || ! cp_ok "$d/$role.cp"; then
+      echo "resolving rocketmq-$role 5.4.0 from Maven Central"
+      "${mvn_q[@]}" -f "$here/peers/pom.xml" -Drmq.role="$role" -Drmq.version=5.4.0 \
+        dependency:build-classpath -Dmdep.outputFile="$d/$role.cp" >"$d/$role.mvn.log" 2>&1 \
+        || { cat "$d/$role.mvn.log"; exit 1; }
+      echo "$s" >"$d/$role.stamp"
+    fi
+  done
+  s=$(stamp_of "$here/grpc/pom.xml" "$here"/grpc/src/main/java/nsrvd/compat/*.java)
+  if ! fresh "$d/grpc-client.stamp" "$s" || ! cp_ok "$d/grpc-client/classpath.txt"; then
+    echo "building the gRPC test program against rocketmq-client-java"
+    rm -rf "$d/grpc-client"
+    "${mvn_q[@]}" -f "$here/grpc/pom.xml" -Dcompat.out="$d/grpc-client" \
+      package dependency:build-classpath -Dmdep.outputFile="$d/grpc-client/classpath.txt" \
+      >"$d/grpc-client.mvn.log" 2>&1 || { cat "$d/grpc-client.mvn.log"; exit 1; }
+    echo "$s" >"$d/grpc-client.stamp"
+  fi
+}
+proxy_peer
