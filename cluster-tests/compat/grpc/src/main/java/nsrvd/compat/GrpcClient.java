@@ -36,7 +36,8 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  * producer sends N messages with distinct bodies (only bodies of this run count); then it
  * waits until both have N distinct bodies or the timeout passes, and prints one JSON line:
  * {"sent":N,"sendFailed":0,"simpleDistinct":N,"simpleTotal":..,"pushDistinct":N,"pushTotal":..,
- *  "errors":[..],"millis":..}. Exit status 0 only if every count is N.
+ *  "errors":[..],"consumersStartedMs":..,"sentMs":..,"simpleDoneMs":..,"pushDoneMs":..} (times from
+ *  the start; -1: never). Exit status 0 only if every count is N.
  *
  * The process ends with System.exit without closing the clients: closing waits for the
  * consumers' long polls, and nothing here needs it.
@@ -110,6 +111,7 @@ public final class GrpcClient {
         receiver.start();
 
         Producer producer = provider.newProducerBuilder().setClientConfiguration(conf).setTopics(topic).build();
+        long started = System.currentTimeMillis() - t0;
         int sent = 0;
         int failed = 0;
         for (int i = 0; i < count; i++) {
@@ -124,8 +126,20 @@ public final class GrpcClient {
             }
         }
 
-        while ((simpleSeen.size() < count || pushSeen.size() < count) && System.currentTimeMillis() < deadline) {
-            sleep(200);
+        long sentAt = System.currentTimeMillis() - t0;
+        long simpleAt = -1;
+        long pushAt = -1;
+        while (System.currentTimeMillis() < deadline) {
+            if (simpleAt < 0 && simpleSeen.size() >= count) {
+                simpleAt = System.currentTimeMillis() - t0;
+            }
+            if (pushAt < 0 && pushSeen.size() >= count) {
+                pushAt = System.currentTimeMillis() - t0;
+            }
+            if (simpleAt >= 0 && pushAt >= 0) {
+                break;
+            }
+            sleep(100);
         }
         StringBuilder errs = new StringBuilder();
         synchronized (ERRORS) {
@@ -136,7 +150,8 @@ public final class GrpcClient {
         System.out.println("{\"sent\":" + sent + ",\"sendFailed\":" + failed
             + ",\"simpleDistinct\":" + simpleSeen.size() + ",\"simpleTotal\":" + simpleTotal.get()
             + ",\"pushDistinct\":" + pushSeen.size() + ",\"pushTotal\":" + pushTotal.get()
-            + ",\"errors\":[" + errs + "],\"millis\":" + (System.currentTimeMillis() - t0) + "}");
+            + ",\"errors\":[" + errs + "],\"consumersStartedMs\":" + started + ",\"sentMs\":" + sentAt
+            + ",\"simpleDoneMs\":" + simpleAt + ",\"pushDoneMs\":" + pushAt + "}");
         System.out.flush();
         boolean ok = sent == count && simpleSeen.size() == count && pushSeen.size() == count;
         System.exit(ok ? 0 : 1);
