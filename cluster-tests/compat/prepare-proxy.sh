@@ -1,6 +1,7 @@
 # Sourced by prepare-peers.sh for the peer "proxy540" (scenario 11): the RocketMQ 5.4.0 Proxy,
-# the 5.4.0 broker and Java NameServer it runs with, and the gRPC test program, each resolved
-# or built once into <cache>/proxy540/ and stamped with a hash of its inputs.
+# the 5.4.0 broker and Java NameServer it runs with, the Java gRPC test program, and a Python
+# virtual environment with rocketmq-python-client from PyPI (grpc-python/requirements.txt), each
+# resolved or built once into <cache>/proxy540/ and stamped with a hash of its inputs.
 proxy_peer() {
   local d="$cache/proxy540" s role
   mkdir -p "$d"
@@ -22,6 +23,14 @@ proxy_peer() {
       package dependency:build-classpath -Dmdep.outputFile="$d/grpc-client/classpath.txt" \
       >"$d/grpc-client.mvn.log" 2>&1 || { cat "$d/grpc-client.mvn.log"; exit 1; }
     echo "$s" >"$d/grpc-client.stamp"
+  fi
+  s=$(stamp_of "$here/grpc-python/requirements.txt")
+  if ! fresh "$d/pyenv.stamp" "$s" || [ ! -x "$d/pyenv/bin/python" ]; then
+    echo "installing rocketmq-python-client from PyPI"
+    rm -rf "$d/pyenv"
+    { python3 -m venv "$d/pyenv" && "$d/pyenv/bin/pip" install -q --disable-pip-version-check \
+        -r "$here/grpc-python/requirements.txt"; } >"$d/pyenv.log" 2>&1 || { cat "$d/pyenv.log"; exit 1; }
+    echo "$s" >"$d/pyenv.stamp"
   fi
 }
 proxy_peer

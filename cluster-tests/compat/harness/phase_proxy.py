@@ -10,6 +10,8 @@ missing route for 20 s, so the topics exist before the Proxy first asks), then:
 * a 5.4.0 Proxy with namesrvAddr = that NameServer: GrpcClient (rocketmq-client-java 5.0.7)
   starts a SimpleConsumer and a PushConsumer (two groups), sends S11_COUNT messages, and both
   consumers must receive every one (three rows: producer, SimpleConsumer, PushConsumer);
+* on the same Proxy, the same run with rocketmq-python-client 5.1.2 (grpc-python/client.py), one
+  row for its producer and both consumers;
 * a second 5.4.0 Proxy (after the first stopped: one Proxy JVM per column at a time) given only
   the address service (namesrvDomain, namesrvDomainSubgroup=nsaddr, no namesrvAddr): its log
   must show it took the NameServer's address from there, and the same client run must carry
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import nsquery as q
-from common import FAIL, J17_OPTS, PASS, RESULTS, SHORT_JVM, Proc, alloc_port, cfg, log, run, wait_until
+from common import COMPAT, FAIL, J17_OPTS, PASS, RESULTS, SHORT_JVM, Proc, alloc_port, cfg, log, run, wait_until
 from servers import Broker, JavaNameServer, NameServer, NsrvdServer
 
 S11_COUNT = 100
@@ -42,8 +44,9 @@ ORACLE = "5.4.0"
 ROW_PRODUCER = "Proxy 5.4.0: gRPC producer (client-java 5.0.7)"
 ROW_SIMPLE = "Proxy 5.4.0: gRPC SimpleConsumer"
 ROW_PUSH = "Proxy 5.4.0: gRPC PushConsumer"
+ROW_PYTHON = "Proxy 5.4.0: Python gRPC client 5.1.2 (producer, simple, push)"
 ROW_DOMAIN = "Proxy 5.4.0 given only the address service"
-ROWS = (ROW_PRODUCER, ROW_SIMPLE, ROW_PUSH, ROW_DOMAIN)
+ROWS = (ROW_PRODUCER, ROW_SIMPLE, ROW_PUSH, ROW_PYTHON, ROW_DOMAIN)
 
 
 def _cp(role: str) -> str:
@@ -177,16 +180,21 @@ def _delta(before: Dict[str, int], after: Dict[str, int]) -> str:
     return ", ".join(f"{k} x{v}" for k, v in sorted(d.items())) or "none"
 
 
-def _run_client(col: str, proxy: ProxyServer, topic: str, tag: str) -> Tuple[Optional[dict], str]:
-    work = cfg().logdir / "clients" / f"grpc-{col}-{tag}"
+def _run_client(col: str, proxy: ProxyServer, topic: str, tag: str, lang: str = "java") -> Tuple[Optional[dict], str]:
+    """GrpcClient (lang "java") or its Python twin grpc-python/client.py ("python") against proxy."""
+    work = cfg().logdir / "clients" / f"grpc-{lang}-{col}-{tag}"
     work.mkdir(parents=True, exist_ok=True)
-    d = cfg().cache / "proxy540" / "grpc-client"
-    cp = str(d / "compat-grpc.jar") + ":" + (d / "classpath.txt").read_text().strip()
-    args = ["java", "-Xmx256m", *SHORT_JVM, f"-Duser.home={work}", f"-Drocketmq.log.root={work}/logs", "-cp", cp,
-            "nsrvd.compat.GrpcClient", "run", "--endpoint", proxy.endpoint, "--topic", topic,
-            "--count", str(S11_COUNT), "--simple-group", f"S11_SIMPLE_{col}_{tag}",
-            "--push-group", f"S11_PUSH_{col}_{tag}", "--timeout", "90"]
-    rc, out = run(f"grpc-{col}-{tag}", args, work / "output.log", 150, env={"HOME": str(work)})
+    argv = ["run", "--endpoint", proxy.endpoint, "--topic", topic, "--count", str(S11_COUNT),
+            "--simple-group", f"S11_SIMPLE_{col}_{tag}", "--push-group", f"S11_PUSH_{col}_{tag}", "--timeout", "90"]
+    if lang == "java":
+        d = cfg().cache / "proxy540" / "grpc-client"
+        cp = str(d / "compat-grpc.jar") + ":" + (d / "classpath.txt").read_text().strip()
+        args = ["java", "-Xmx256m", *SHORT_JVM, f"-Duser.home={work}", f"-Drocketmq.log.root={work}/logs", "-cp", cp,
+                "nsrvd.compat.GrpcClient", *argv]
+    else:
+        args = [str(cfg().cache / "proxy540" / "pyenv" / "bin" / "python"), str(COMPAT / "grpc-python" / "client.py"),
+                *argv]
+    rc, out = run(f"grpc-{lang}-{col}-{tag}", args, work / "output.log", 150, env={"HOME": str(work)})
     m = re.search(r'^\{"sent".*\}$', out, re.M)
     try:
         return (json.loads(m.group(0)) if m else None), out
@@ -202,6 +210,11 @@ def _summary(res: Optional[dict]) -> str:
     if res.get("errors"):
         s += "; first error: " + str(res["errors"][0])[:300]
     return s
+
+
+def _all_arrived(res: Optional[dict]) -> bool:
+    return (res is not None and res["sent"] == S11_COUNT and res["sendFailed"] == 0
+            and res["simpleDistinct"] == S11_COUNT and res["pushDistinct"] == S11_COUNT)
 
 
 class Column:
@@ -241,7 +254,7 @@ def _one_column(col: str) -> Column:
     C = Column(col)
     ns = _nameserver(col).start()
     broker = proxy = addr_server = None
-    topics = {"direct": f"S11_GRPC_{col}", "domain": f"S11_GRPC_DOMAIN_{col}"}
+    topics = {"direct": f"S11_GRPC_{col}", "python": f"S11_GRPC_PY_{col}", "domain": f"S11_GRPC_DOMAIN_{col}"}
     try:
         if not ns.wait_ready(60):
             C.fail_rest(f"{ns.label} did not start", ns.proc.output()[-4000:] if ns.proc else "")
@@ -265,8 +278,12 @@ def _one_column(col: str) -> Column:
             return C
         log(f"  [11] {col}: Proxy (namesrvAddr) ready in {time.time() - t:.0f} s")
         res, out = _run_client(col, proxy, topics["direct"], "direct")
-        proxy.stop()
         _message_rows(C, res, out, f"Proxy with namesrvAddr={ns.addr}")
+        res, out = _run_client(col, proxy, topics["python"], "python", "python")
+        proxy.stop()
+        ok = _all_arrived(res)
+        C.set(ROW_PYTHON, ok, "" if ok else _summary(res), res and (res["sent"], res["simpleDistinct"], res["pushDistinct"]),
+              f"Proxy with namesrvAddr={ns.addr}\n---- grpc-python/client.py\n{out[-8000:]}")
 
         # 2. The Proxy given only the address service.
         if col == "nsrvd":
@@ -288,8 +305,7 @@ def _one_column(col: str) -> Column:
         proxy.stop()
         logs = proxy.logs_text()
         learned = f"name server address changed, old=null, new={ns.addr}" in logs
-        ok = (learned and res is not None and res["sent"] == S11_COUNT and res["sendFailed"] == 0
-              and res["simpleDistinct"] == S11_COUNT and res["pushDistinct"] == S11_COUNT)
+        ok = learned and _all_arrived(res)
         why = []
         if not learned:
             why.append(f"the Proxy's log does not show it took {ns.addr} from the address service")
