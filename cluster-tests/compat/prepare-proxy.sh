@@ -1,7 +1,8 @@
 # Sourced by prepare-peers.sh for the peer "proxy540" (scenario 11): the RocketMQ 5.4.0 Proxy,
-# the 5.4.0 broker and Java NameServer it runs with, the Java gRPC test program, and a Python
-# virtual environment with rocketmq-python-client from PyPI (grpc-python/requirements.txt), each
-# resolved or built once into <cache>/proxy540/ and stamped with a hash of its inputs.
+# the 5.4.0 broker and Java NameServer it runs with, the Java gRPC test program, a Python
+# virtual environment with rocketmq-python-client from PyPI (grpc-python/requirements.txt) and
+# rocketmq-client-nodejs from npm (grpc-node/package-lock.json), each resolved or built once into
+# <cache>/proxy540/ and stamped with a hash of its inputs.
 proxy_peer() {
   local d="$cache/proxy540" s role
   mkdir -p "$d"
@@ -31,6 +32,16 @@ proxy_peer() {
     { python3 -m venv "$d/pyenv" && "$d/pyenv/bin/pip" install -q --disable-pip-version-check \
         -r "$here/grpc-python/requirements.txt"; } >"$d/pyenv.log" 2>&1 || { cat "$d/pyenv.log"; exit 1; }
     echo "$s" >"$d/pyenv.stamp"
+  fi
+  s=$(stamp_of "$here/grpc-node/package.json" "$here/grpc-node/package-lock.json")
+  mkdir -p "$d/node"
+  cp "$here/grpc-node/client.js" "$d/node/"
+  if ! fresh "$d/node.stamp" "$s" || [ ! -d "$d/node/node_modules/rocketmq-client-nodejs" ]; then
+    echo "installing rocketmq-client-nodejs from npm"
+    cp "$here/grpc-node/package.json" "$here/grpc-node/package-lock.json" "$d/node/"
+    (cd "$d/node" && npm ci --no-audit --no-fund --loglevel=error >"$d/node/npm.log" 2>&1) \
+      || { cat "$d/node/npm.log"; exit 1; }
+    echo "$s" >"$d/node.stamp"
   fi
 }
 proxy_peer

@@ -32,7 +32,8 @@ for tool in java mvn python3; do
   command -v "$tool" >/dev/null || fail_setup "$tool not found"
 done
 [[ ",$peers," == *",go"* ]] && { command -v go >/dev/null || fail_setup "go not found"; }
-[[ ",$peers," == *",node,"* ]] && { command -v npm >/dev/null || fail_setup "npm not found"; }
+[[ ",$peers," == *",node,"* || ",$peers," == *",proxy540,"* ]] && \
+  { command -v npm >/dev/null || fail_setup "npm not found"; }
 
 nsrvd=${NSRVD_BIN:-}
 if [ -z "$nsrvd" ]; then

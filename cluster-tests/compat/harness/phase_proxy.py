@@ -10,8 +10,9 @@ missing route for 20 s, so the topics exist before the Proxy first asks), then:
 * a 5.4.0 Proxy with namesrvAddr = that NameServer: GrpcClient (rocketmq-client-java 5.0.7)
   starts a SimpleConsumer and a PushConsumer (two groups), sends S11_COUNT messages, and both
   consumers must receive every one (three rows: producer, SimpleConsumer, PushConsumer);
-* on the same Proxy, the same run with rocketmq-python-client 5.1.2 (grpc-python/client.py), one
-  row for its producer and both consumers;
+* on the same Proxy, the same run with rocketmq-python-client 5.1.2 (grpc-python/client.py) and
+  with rocketmq-client-nodejs 1.0.8 (grpc-node/client.js), one row each for its producer and
+  both consumers;
 * a second 5.4.0 Proxy (after the first stopped: one Proxy JVM per column at a time) given only
   the address service (namesrvDomain, namesrvDomainSubgroup=nsaddr, no namesrvAddr): its log
   must show it took the NameServer's address from there, and the same client run must carry
@@ -45,8 +46,11 @@ ROW_PRODUCER = "Proxy 5.4.0: gRPC producer (client-java 5.0.7)"
 ROW_SIMPLE = "Proxy 5.4.0: gRPC SimpleConsumer"
 ROW_PUSH = "Proxy 5.4.0: gRPC PushConsumer"
 ROW_PYTHON = "Proxy 5.4.0: Python gRPC client 5.1.2 (producer, simple, push)"
+ROW_NODE = "Proxy 5.4.0: Node.js gRPC client 1.0.8 (producer, simple, push)"
 ROW_DOMAIN = "Proxy 5.4.0 given only the address service"
-ROWS = (ROW_PRODUCER, ROW_SIMPLE, ROW_PUSH, ROW_PYTHON, ROW_DOMAIN)
+ROWS = (ROW_PRODUCER, ROW_SIMPLE, ROW_PUSH, ROW_PYTHON, ROW_NODE, ROW_DOMAIN)
+# the other languages' gRPC clients: row, topic key, language, test program (for the evidence)
+OTHER_CLIENTS = ((ROW_PYTHON, "python", "grpc-python/client.py"), (ROW_NODE, "node", "grpc-node/client.js"))
 
 
 def _cp(role: str) -> str:
@@ -181,7 +185,8 @@ def _delta(before: Dict[str, int], after: Dict[str, int]) -> str:
 
 
 def _run_client(col: str, proxy: ProxyServer, topic: str, tag: str, lang: str = "java") -> Tuple[Optional[dict], str]:
-    """GrpcClient (lang "java") or its Python twin grpc-python/client.py ("python") against proxy."""
+    """GrpcClient (lang "java") or its twins grpc-python/client.py ("python") and
+    grpc-node/client.js ("node") against proxy."""
     work = cfg().logdir / "clients" / f"grpc-{lang}-{col}-{tag}"
     work.mkdir(parents=True, exist_ok=True)
     argv = ["run", "--endpoint", proxy.endpoint, "--topic", topic, "--count", str(S11_COUNT),
@@ -191,9 +196,11 @@ def _run_client(col: str, proxy: ProxyServer, topic: str, tag: str, lang: str = 
         cp = str(d / "compat-grpc.jar") + ":" + (d / "classpath.txt").read_text().strip()
         args = ["java", "-Xmx256m", *SHORT_JVM, f"-Duser.home={work}", f"-Drocketmq.log.root={work}/logs", "-cp", cp,
                 "nsrvd.compat.GrpcClient", *argv]
-    else:
+    elif lang == "python":
         args = [str(cfg().cache / "proxy540" / "pyenv" / "bin" / "python"), str(COMPAT / "grpc-python" / "client.py"),
                 *argv]
+    else:
+        args = ["node", str(cfg().cache / "proxy540" / "node" / "client.js"), *argv]
     rc, out = run(f"grpc-{lang}-{col}-{tag}", args, work / "output.log", 150, env={"HOME": str(work)})
     m = re.search(r'^\{"sent".*\}$', out, re.M)
     try:
@@ -254,7 +261,8 @@ def _one_column(col: str) -> Column:
     C = Column(col)
     ns = _nameserver(col).start()
     broker = proxy = addr_server = None
-    topics = {"direct": f"S11_GRPC_{col}", "python": f"S11_GRPC_PY_{col}", "domain": f"S11_GRPC_DOMAIN_{col}"}
+    topics = {"direct": f"S11_GRPC_{col}", "python": f"S11_GRPC_PY_{col}", "node": f"S11_GRPC_NODE_{col}",
+              "domain": f"S11_GRPC_DOMAIN_{col}"}
     try:
         if not ns.wait_ready(60):
             C.fail_rest(f"{ns.label} did not start", ns.proc.output()[-4000:] if ns.proc else "")
@@ -279,11 +287,12 @@ def _one_column(col: str) -> Column:
         log(f"  [11] {col}: Proxy (namesrvAddr) ready in {time.time() - t:.0f} s")
         res, out = _run_client(col, proxy, topics["direct"], "direct")
         _message_rows(C, res, out, f"Proxy with namesrvAddr={ns.addr}")
-        res, out = _run_client(col, proxy, topics["python"], "python", "python")
+        for row, lang, program in OTHER_CLIENTS:
+            res, out = _run_client(col, proxy, topics[lang], lang, lang)
+            ok = _all_arrived(res)
+            C.set(row, ok, "" if ok else _summary(res), res and (res["sent"], res["simpleDistinct"], res["pushDistinct"]),
+                  f"Proxy with namesrvAddr={ns.addr}\n---- {program}\n{out[-8000:]}")
         proxy.stop()
-        ok = _all_arrived(res)
-        C.set(ROW_PYTHON, ok, "" if ok else _summary(res), res and (res["sent"], res["simpleDistinct"], res["pushDistinct"]),
-              f"Proxy with namesrvAddr={ns.addr}\n---- grpc-python/client.py\n{out[-8000:]}")
 
         # 2. The Proxy given only the address service.
         if col == "nsrvd":
