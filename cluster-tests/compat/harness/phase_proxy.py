@@ -264,7 +264,7 @@ def _one_column(col: str) -> Column:
     topics = {"direct": f"S11_GRPC_{col}", "python": f"S11_GRPC_PY_{col}", "node": f"S11_GRPC_NODE_{col}",
               "domain": f"S11_GRPC_DOMAIN_{col}"}
     try:
-        if not ns.wait_ready(60):
+        if not ns.wait_ready(120):  # a JVM's start on a loaded 2-core machine has taken over 60 s
             C.fail_rest(f"{ns.label} did not start", ns.proc.output()[-4000:] if ns.proc else "")
             return C
         broker = Broker540(ORACLE, f"px-{col}", 0, [ns], tag=f"S11-{col}",
