@@ -99,6 +99,11 @@ class ProxyServer:
         assert self.proc is not None
         return self.proc.wait_for(r"rocketmq-proxy startup successfully", timeout) is not None
 
+    def why(self) -> str:
+        """': <first exception line of its output>', or '' (e.g. still starting)."""
+        m = re.search(r"^\S*(?:Exception|Error)\b.*$", self.proc.output() if self.proc else "", re.M)
+        return f": {m.group(0)[:300]}" if m else ""
+
     def logs_text(self) -> str:
         parts = []
         for f in sorted((self.workdir / "logs").rglob("*.log")) if (self.workdir / "logs").is_dir() else []:
@@ -282,7 +287,7 @@ def _one_column(col: str) -> Column:
         t = time.time()
         proxy.start()
         if not proxy.wait_ready():
-            C.fail_rest("the Proxy did not start", proxy.logs_text()[-6000:])
+            C.fail_rest("the Proxy did not start" + proxy.why(), proxy.logs_text()[-6000:])
             return C
         log(f"  [11] {col}: Proxy (namesrvAddr) ready in {time.time() - t:.0f} s")
         res, out = _run_client(col, proxy, topics["direct"], "direct")
@@ -307,7 +312,7 @@ def _one_column(col: str) -> Column:
         t = time.time()
         proxy.start()
         if not proxy.wait_ready():
-            C.fail_rest("the Proxy (address service) did not start", proxy.logs_text()[-6000:])
+            C.fail_rest("the Proxy (address service) did not start" + proxy.why(), proxy.logs_text()[-6000:])
             return C
         log(f"  [11] {col}: Proxy (address service) ready in {time.time() - t:.0f} s")
         res, out = _run_client(col, proxy, topics["domain"], "domain")
