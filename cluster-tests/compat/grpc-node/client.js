@@ -6,7 +6,7 @@
 //
 // Both consumers (each its own group, so each must see every message) start before the producer
 // sends N messages with distinct bodies (only bodies of this run count); then it waits until both
-// have N distinct bodies or the timeout passes and prints one JSON line with the same keys as
+// have N distinct bodies or S seconds (default 60) passed since the last send, and prints one JSON line with the same keys as
 // GrpcClient. Exit status 0 only if every count is N.
 const { Producer, SimpleConsumer, PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
 
@@ -31,7 +31,8 @@ async function main() {
   const opt = parse(process.argv.slice(2));
   const count = Number(opt.count);
   const t0 = Date.now();
-  const deadline = t0 + 1000 * Number(opt.timeout || 120);
+  // The wait is counted from the last send (as in GrpcClient).
+  let deadline = Infinity;
   // Bodies carry this run's id: a consumer group new to a topic may also be handed messages an
   // earlier run left there, and those must not count.
   const run = `${t0.toString(36)}-${process.pid}-`;
@@ -87,6 +88,7 @@ async function main() {
     }
   }
   const sentAt = Date.now() - t0;
+  deadline = Date.now() + 1000 * Number(opt.timeout || 60);
   let simpleAt = -1;
   let pushAt = -1;
   while (Date.now() < deadline) {

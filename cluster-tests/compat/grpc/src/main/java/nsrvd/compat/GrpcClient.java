@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
@@ -34,7 +35,8 @@ import org.apache.rocketmq.client.apis.producer.Producer;
  *
  * Both consumers (each its own group, so each must see every message) start before the
  * producer sends N messages with distinct bodies (only bodies of this run count); then it
- * waits until both have N distinct bodies or the timeout passes, and prints one JSON line:
+ * waits until both have N distinct bodies or S seconds (default 60) passed since the last send,
+ * and prints one JSON line:
  * {"sent":N,"sendFailed":0,"simpleDistinct":N,"simpleTotal":..,"pushDistinct":N,"pushTotal":..,
  *  "errors":[..],"consumersStartedMs":..,"sentMs":..,"simpleDoneMs":..,"pushDoneMs":..} (times from
  *  the start; -1: never). Exit status 0 only if every count is N.
@@ -59,7 +61,10 @@ public final class GrpcClient {
         String endpoint = need(opt, "endpoint");
         String topic = need(opt, "topic");
         int count = Integer.parseInt(need(opt, "count"));
-        long deadline = System.currentTimeMillis() + 1000L * Integer.parseInt(opt.getOrDefault("timeout", "120"));
+        long waitMillis = 1000L * Integer.parseInt(opt.getOrDefault("timeout", "60"));
+        // The wait is counted from the last send: a JVM on a loaded machine can take a minute
+        // to start the clients and send, and that must not eat the consumers' time.
+        AtomicLong deadline = new AtomicLong(Long.MAX_VALUE);
         long t0 = System.currentTimeMillis();
         // Bodies carry this run's id: a consumer group new to a topic may also be handed
         // messages an earlier run left there, and those must not count.
@@ -91,7 +96,7 @@ public final class GrpcClient {
         Set<String> simpleSeen = ConcurrentHashMap.newKeySet();
         AtomicInteger simpleTotal = new AtomicInteger();
         Thread receiver = new Thread(() -> {
-            while (simpleSeen.size() < count && System.currentTimeMillis() < deadline) {
+            while (simpleSeen.size() < count && System.currentTimeMillis() < deadline.get()) {
                 try {
                     for (MessageView view : simple.receive(16, Duration.ofSeconds(30))) {
                         String b = body(view);
@@ -127,9 +132,10 @@ public final class GrpcClient {
         }
 
         long sentAt = System.currentTimeMillis() - t0;
+        deadline.set(System.currentTimeMillis() + waitMillis);
         long simpleAt = -1;
         long pushAt = -1;
-        while (System.currentTimeMillis() < deadline) {
+        while (System.currentTimeMillis() < deadline.get()) {
             if (simpleAt < 0 && simpleSeen.size() >= count) {
                 simpleAt = System.currentTimeMillis() - t0;
             }
