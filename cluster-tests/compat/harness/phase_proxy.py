@@ -33,7 +33,6 @@ import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import nsquery as q
