@@ -296,7 +296,10 @@ def _one_column(col: str) -> Column:
         if not ns.wait_ready(120):  # a JVM's start on a loaded 2-core machine has taken over 60 s
             C.fail_rest(f"{ns.label} did not start", ns.proc.output()[-4000:] if ns.proc else "")
             return C
-        broker = Broker540(ORACLE, f"px-{col}", 0, [ns], tag=f"S11-{col}",
+        # waitTimeMillsInSendQueue: a send waiting in the broker's queue longer than this (200 ms
+        # by default) is refused as "broker busy" (TIMEOUT_CLEAN_QUEUE), which a loaded 2-core
+        # machine reaches; that is the broker's flow control, nothing a NameServer decides.
+        broker = Broker540(ORACLE, f"px-{col}", 0, [ns], tag=f"S11-{col}", extra={"waitTimeMillsInSendQueue": 3000},
                            topics=[{"topicName": t, "readQueueNums": 4, "writeQueueNums": 4} for t in topics.values()])
         broker.start()
         routed = broker.wait_ready(180) and wait_until(
