@@ -44,7 +44,7 @@ KEYS = ("P1b", "P2", "HS-full", "HS-resumed", "IDLE")
 
 def profiles(profile_cls, smoke: bool) -> list:
     s = 10 if smoke else 1
-    idle = 200 if smoke else 5000
+    idle = 200 if smoke else 2000
     return [
         profile_cls("TLS-P1b", "TLS-P1b: P1b over TLS 1.3 (16 conns x 8)", "throughput",
                     ["-b", "10", "-t", str(100 // s)], ["-c", "16", "-d", "8", "--brokers", "10", "--topics",
