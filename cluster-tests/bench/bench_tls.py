@@ -136,7 +136,10 @@ class TlsForwarder:
             finally:
                 dst.close()
 
-        await asyncio.gather(pipe(r, uw), pipe(ur, w))
+        try:
+            await asyncio.gather(pipe(r, uw), pipe(ur, w))
+        except asyncio.CancelledError:
+            pass  # close(): the cell is over; a cancelled handler would be logged by asyncio
 
     def close(self) -> None:
         async def shutdown() -> None:

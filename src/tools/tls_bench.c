@@ -14,8 +14,9 @@
  *                         handshakes per second, how many the server resumed, the latency of
  *                         connect to first answer.
  *   --hold N              opens N connections (handshake and one answered query each, 64 at
- *                         a time), prints {"held":N,...} and keeps them idle until -s runs out
- *                         or SIGTERM: the driver reads the server's memory meanwhile.
+ *                         a time), prints {"held":N,...} and keeps them until -s runs out or
+ *                         SIGTERM, idle but for one query each every 30 s (as a client polls
+ *                         its routes): the driver reads the server's memory meanwhile.
  *
  * Certificates are not verified (Java's test mode). Loopback or test-network targets only.
  */
@@ -48,6 +49,7 @@
 #define DUE_SLOTS 1024 /* opaque modulo this: far more than the requests in flight */
 #define OPAQUE_OFFSET 13
 #define HOLD_OPENING 64
+#define HOLD_POLL_NS (30 * 1000000000ull)
 
 typedef enum { MODE_LOAD, MODE_HS_FULL, MODE_HS_RESUMED, MODE_HOLD } mode_t_;
 typedef enum { ST_IDLE, ST_CONNECTING, ST_HANDSHAKE, ST_ACTIVE } state_t;
@@ -61,6 +63,7 @@ typedef struct {
     uint64_t started_ns;
     uint64_t *due_ns; /* load mode only */
     SSL_SESSION *ticket;
+    bool up; /* hold mode: its first query answered */
 } tconn_t;
 
 typedef struct {
@@ -275,24 +278,23 @@ static int on_reply(tbench_t *b, tconn_t *c, const nsrv_cmd_t *resp, bool bad, s
         b->done++;
         b->reply_bytes += flen;
     }
-    switch (b->o.mode) {
-    case MODE_LOAD:
+    if (b->o.mode == MODE_LOAD)
         return t < b->end_ns && send_request(b, c, t) != 0 ? -1 : 0;
-    case MODE_HOLD:
-        b->open++;
+    if (b->o.mode == MODE_HOLD) {
+        b->open += !c->up;
+        c->up = true;
+        c->started_ns = t;
         return 0;
-    case MODE_HS_RESUMED:
+    }
+    if (b->o.mode == MODE_HS_RESUMED) {
         if (c->ticket)
             SSL_SESSION_free(c->ticket);
         c->ticket = SSL_get1_session(c->ssl); /* the ticket this connection received */
-        /* fall through */
-    case MODE_HS_FULL:
-        conn_close(b, c, true);
-        if (t < b->end_ns && !stop_requested && conn_open(b, c) != 0)
-            return -1;
-        return 1;
     }
-    return 0;
+    conn_close(b, c, true);
+    if (t < b->end_ns && !stop_requested && conn_open(b, c) != 0)
+        return -1;
+    return 1;
 }
 
 static int on_readable(tbench_t *b, tconn_t *c) {
@@ -343,6 +345,20 @@ static int on_event(tbench_t *b, tconn_t *c, uint32_t events) {
     return 0;
 }
 
+/* Hold mode: a held connection asks for a route every HOLD_POLL_NS, as a client polls its
+ * routes (pollNameServerInterval), so no server's idle timeout closes it (Java's: 120 s). */
+static int hold_poll(tbench_t *b, uint64_t now) {
+    for (int i = 0; i < b->o.conns; i++) {
+        tconn_t *c = &b->cs[i];
+        if (!c->up || c->in_flight > 0 || now - c->started_ns <= HOLD_POLL_NS)
+            continue;
+        c->started_ns = now;
+        if (send_request(b, c, now) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Hold mode opens HOLD_OPENING at a time, so no listen backlog overflows. */
 static int open_more(tbench_t *b, int *next) {
     while (*next < b->o.conns && (b->o.mode != MODE_HOLD || b->opening < HOLD_OPENING)) {
@@ -366,6 +382,7 @@ static int run(tbench_t *b) {
     b->end_ns = start + (uint64_t)b->o.seconds * 1000000000u;
     int next = 0;
     bool announced = false;
+    uint64_t last_poll = start;
     if (open_more(b, &next) != 0)
         return -1;
     struct epoll_event evs[256];
@@ -375,7 +392,8 @@ static int run(tbench_t *b) {
             if (on_event(b, evs[i].data.ptr, evs[i].events) != 0)
                 return -1;
         if (b->o.mode == MODE_HOLD) {
-            if (open_more(b, &next) != 0)
+            if (open_more(b, &next) != 0 ||
+                (now >= last_poll + 1000000000u && (last_poll = now, hold_poll(b, now) != 0)))
                 return -1;
             if (!announced && b->open == (uint64_t)b->o.conns) {
                 printf("{\"held\":%d,\"connect_s\":%.3f}\n", b->o.conns,
