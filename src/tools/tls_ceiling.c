@@ -238,7 +238,8 @@ int main(int argc, char **argv) {
                 continue;
             }
             bool ok = (evs[i].events & EPOLLOUT) ? flush(&s, c) : on_readable(&s, c);
-            ERR_clear_error();
+            if (ERR_peek_error() != 0) /* SSL_get_error reads the queue: nothing stale */
+                ERR_clear_error();
             if (!ok || (evs[i].events & (EPOLLERR | EPOLLHUP)))
                 conn_free(c); /* closing the fd removes it from the epoll set */
         }
