@@ -34,7 +34,8 @@ typedef struct {
     /* Appends the file's bytes to out: small text to out->own, big blocks of data by
      * reference (nsrv_rope_ref), written with writev, not copied. Writer thread. */
     void (*encode)(void *data, nsrv_rope_t *out);
-    /* Frees data. Runs on the writer thread (or the loop thread at destroy). */
+    /* Ends the writer's use of data: frees it, or leaves it to an owner that frees it once
+     * the write settled. Runs on the writer thread (or the loop thread at destroy). */
     void (*release)(void *data);
 } nsrv_wsnap_t;
 
