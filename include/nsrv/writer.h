@@ -79,7 +79,8 @@ bool nsrv_writer_idle(const nsrv_writer_t *w);
 /* Runs the loop until nsrv_writer_idle: for shutdown, after the last connection closed. */
 void nsrv_writer_drain(nsrv_writer_t *w);
 
-/* Counters for the status page: writes done, and requests they satisfied. */
+/* Counters for the status page: writes done (failed ones too), and the requests they carried
+ * (a request failed with an earlier write it was not in is in neither). */
 uint64_t nsrv_writer_writes(const nsrv_writer_t *w);
 uint64_t nsrv_writer_requests(const nsrv_writer_t *w);
 /* The writer thread's CPU time over all writes done (encoding, write, fsync: what a commit
