@@ -48,7 +48,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     if (c->closing)
         return;
     /* close_notify only after every reply: after dropped ones it would claim a clean end. */
-    if (c->eng.tls && !c->reset_on_close && c->eng.out_pending == 0)
+    if (c->eng.tls && !c->eng.reset_on_close && c->eng.out_pending == 0)
         nsrv__conn_tls_close_notify(c);
     c->closing = true;
     nsrv__offload_orphan(c);
@@ -67,7 +67,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     else
         nsrv_log_info("SERVER", "connection '%s' closed (%s)", c->peer, why);
     uv_read_stop((uv_stream_t *)&c->tcp);
-    if (!c->reset_on_close || uv_tcp_close_reset(&c->tcp, close_cb) != 0)
+    if (!c->eng.reset_on_close || uv_tcp_close_reset(&c->tcp, close_cb) != 0)
         uv_close((uv_handle_t *)&c->tcp, close_cb);
 }
 
@@ -82,7 +82,6 @@ static void apply_actions(nsrv_conn_t *c, unsigned act) {
     if (act & NSRV_CE_ACT_TLS_UP)
         nsrv__conn_tls_up(c);
     if (act & NSRV_CE_ACT_CLOSE) {
-        c->reset_on_close |= c->eng.reset_on_close;
         nsrv__conn_close(c, c->eng.close_why);
         return;
     }
