@@ -311,11 +311,6 @@ void nsrv__conn_flush(nsrv_conn_t *c) {
     apply(c, nsrv__ce_flush(&c->eng));
 }
 
-static void deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
-    uint64_t now_ns = c->srv->read_ns ? c->srv->read_ns : nsrv_now_mono_ns();
-    apply(c, nsrv__ce_feed(&c->eng, p, n, now_ns));
-}
-
 void nsrv__conn_continue(nsrv_conn_t *c) {
     if (c->closing)
         return;
@@ -360,17 +355,21 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
             return;
         }
     }
+    unsigned act;
     if (c->eng.tls)
-        apply(c, nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns));
+        act = nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns);
     else if (buf->base == srv->read_buf)
-        deliver(c, (const uint8_t *)buf->base, (size_t)nread);
+        act = nsrv__ce_feed(&c->eng, (const uint8_t *)buf->base, (size_t)nread, srv->read_ns);
     else
-        apply(c, nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns));
+        act = nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns);
     srv->read_ns = 0; /* batches run from elsewhere (resume, write_cb) read the clock */
-    if (!c->closing)
-        nsrv__conn_input_changed(c);
-    if (!c->closing && srv->shutting_down)
-        nsrv__conn_maybe_finish(c);
+    /* Every read may have grown the connection's own buffer (a partial frame kept, a read
+     * landed in it), and in shutdown may have been the last request: checked whatever the
+     * engine said (a TLS read that yields no plaintext says nothing). */
+    act |= NSRV_CE_ACT_INPUT;
+    if (srv->shutting_down)
+        act |= NSRV_CE_ACT_FINISH;
+    apply_actions(c, act);
 }
 
 void nsrv__conn_accept(nsrv_server_t *srv) {
