@@ -16,9 +16,15 @@
 #include "node_int.h"
 
 void nsrv_gossip_node_set_announce(nsrv_gossip_node_t *n, const nsrv_gossip_announce_t *a) {
-    if (!a || a->ns_port == 0 || !nsrv_gossip_host_valid(a->ns_host) ||
-        !nsrv_gossip_host_valid(a->status_host)) {
+    const char *why = a ? nsrv_gossip_announce_problem(a) : NULL;
+    if (!a || why) {
         n->ann_ns_port = 0;
+        /* Set at start-up and on SIGHUP only: one line each, never a flood. */
+        if (why)
+            nsrv_log_warn("GOSSIP",
+                          "announcing nothing to the peers (they list this node at its gossip "
+                          "address with their own port): %s",
+                          why);
         return;
     }
     memcpy(n->ann_ns_host, a->ns_host.ptr ? a->ns_host.ptr : "", a->ns_host.len);
