@@ -271,7 +271,9 @@ static void on_settle(void *ud, int rc) {
 }
 
 /* A failed write is settled before its callbacks; the requests made during it built on
- * content the owner undid, so they fail with it and are not written; later ones are. */
+ * content the owner undid, so they fail with it and are not written; later ones are. The
+ * counters are the group commit: writes, and the requests each carried, so those failed
+ * with a write they were not in count in neither. */
 static void test_failure_settles_and_fails_requests_made_during_it(void **state) {
     fixture_t *f = *state;
     settle_log_t s = {.model = &f->model};
@@ -302,40 +304,14 @@ static void test_failure_settles_and_fails_requests_made_during_it(void **state)
     assert_int_equal(log.rc[1], -EIO);
     assert_int_equal(log.rc[2], -EIO);
     assert_string_equal(log.seen[2], "v1");
+    assert_int_equal(nsrv_writer_writes(f->w), 2);
+    assert_int_equal(nsrv_writer_requests(f->w), 2);
     f->model.version = 5;
     nsrv_writer_request(wf, on_done, &reqs[3]);
     nsrv_writer_drain(f->w);
     assert_last_done(&log, 4, 0, "v5");
-}
-
-/* The counters are the group commit: writes, and the requests each carried. A request
- * failed with a write it was not in (made during it) was carried by none. */
-static void test_requests_failed_outside_a_write_are_not_counted(void **state) {
-    fixture_t *f = *state;
-    settle_log_t s = {.model = &f->model};
-    nsrv_wfile_t *wf = nsrv_writer_add_file(f->w, f->path, true, snap_tracked, &s);
-    nsrv_writer_on_settle(wf, on_settle, &s);
-    log_t log = {.path = f->path};
-    req_t reqs[4];
-    for (int i = 0; i < 4; i++)
-        reqs[i] = (req_t){&log, i};
-    atomic_store(&hook_mode, 3);
-    nsrv_writer_request(wf, on_done, &reqs[0]);
-    uv_run(&f->loop, UV_RUN_NOWAIT);
-    uv_sem_wait(&hook_entered);
-    nsrv_writer_request(wf, on_done, &reqs[1]); /* fails with the write, not in it */
-    nsrv_writer_request(wf, on_done, &reqs[2]);
-    uv_sem_post(&hook_release);
-    nsrv_writer_drain(f->w);
-    assert_int_equal(log.n, 3);
-    assert_int_equal(log.rc[2], -EIO);
-    assert_int_equal(nsrv_writer_writes(f->w), 1);
-    assert_int_equal(nsrv_writer_requests(f->w), 1);
-    nsrv_writer_request(wf, on_done, &reqs[3]);
-    nsrv_writer_drain(f->w);
-    assert_last_done(&log, 4, 0, "v0");
-    assert_int_equal(nsrv_writer_writes(f->w), 2);
-    assert_int_equal(nsrv_writer_requests(f->w), 2);
+    assert_int_equal(nsrv_writer_writes(f->w), 3);
+    assert_int_equal(nsrv_writer_requests(f->w), 3);
 }
 
 static void test_unwritable_path_reports_errno(void **state) {
@@ -467,7 +443,6 @@ NSRV_TEST_MAIN(NULL, NULL, NSRV_FIXTURE_TEST(test_burst_during_a_write_is_one_mo
                NSRV_FIXTURE_TEST(test_no_callback_before_the_data_is_on_disk),
                NSRV_FIXTURE_TEST(test_failure_reaches_every_request_of_the_write),
                NSRV_FIXTURE_TEST(test_failure_settles_and_fails_requests_made_during_it),
-               NSRV_FIXTURE_TEST(test_requests_failed_outside_a_write_are_not_counted),
                NSRV_FIXTURE_TEST(test_unwritable_path_reports_errno),
                NSRV_FIXTURE_TEST(test_order_across_files_and_writes),
                NSRV_FIXTURE_TEST(test_request_without_callback_is_still_written),
