@@ -28,7 +28,8 @@ import sys
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 
-from nsrvd_proc import NsrvdProcess, run_cli, scaled, write_properties  # noqa: E402
+import nsrvd_proc  # noqa: E402
+from nsrvd_proc import NsrvdProcess, keygen, run_cli, scaled, write_properties  # noqa: E402
 from rmq import Connection, NamesrvClient, ResponseCode  # noqa: E402
 
 CLUSTER_NAME = "nsrv-cluster-test"
@@ -52,16 +53,10 @@ def _claim(port: int) -> bool:
 
 
 def free_port_pair() -> int:
-    """A port free for both TCP and UDP on 127.0.0.1 (gossip uses the same number for both)."""
+    """A port free for both TCP and UDP on 127.0.0.1 (gossip uses the same number for both),
+    never one this process handed out before."""
     for _ in range(200):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
-            t.bind(("127.0.0.1", 0))
-            port = t.getsockname()[1]
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-                try:
-                    u.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
+        port = nsrvd_proc.free_port_pair()
         if _claim(port):
             return port
     raise RuntimeError("no free TCP+UDP port")
@@ -114,18 +109,6 @@ def percentile(values: Sequence[float], p: float) -> float:
     s = sorted(values)
     k = max(0, min(len(s) - 1, int(-(-p * len(s) // 100)) - 1))
     return s[k]
-
-
-def keygen(binary: str, path: Path, node_id: int, key_id: int = 1) -> str:
-    """Runs `nsrvd keygen`; returns the peer-key token ``id:keyId:base64``."""
-    r = run_cli(binary, ["keygen", "-o", str(path), "-n", str(node_id), "-k", str(key_id)], workdir=path.parent)
-    out = r.stdout.decode()
-    if r.returncode != 0:
-        raise RuntimeError(f"nsrvd keygen failed ({r.returncode}): {out} {r.stderr.decode()}")
-    item = out.strip()
-    if out.count("\n") != 1 or item.split(":")[:2] != [str(node_id), str(key_id)]:
-        raise RuntimeError(f"keygen's stdout is not one {node_id}:{key_id}:PUBLIC item: {out!r}")
-    return item
 
 
 def http_get(port: int, path: str, timeout: float = 5.0) -> Tuple[int, bytes]:

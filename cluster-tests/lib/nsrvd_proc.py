@@ -56,6 +56,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_port_pair() -> int:
+    """A port free for both TCP and UDP on 127.0.0.1 a moment ago (gossip uses the number for
+    both)."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
+            t.bind(("127.0.0.1", 0))
+            port = t.getsockname()[1]
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                try:
+                    u.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+        return port
+    raise RuntimeError("no free TCP+UDP port")
+
+
 def write_properties(path: Path, props: Mapping[str, object]) -> None:
     lines = []
     for k, v in props.items():
@@ -288,3 +304,15 @@ def run_cli(binary: str, args: Sequence[str], *, workdir: Path, timeout: float =
     if found:
         raise AssertionError(f"sanitizer report {found} from nsrvd {' '.join(args)}:\n{text[-20000:]}")
     return cp
+
+
+def keygen(binary: str, path: Path, node_id: int, key_id: int = 1) -> str:
+    """Runs `nsrvd keygen`; returns the peer-key token ``id:keyId:base64``."""
+    r = run_cli(binary, ["keygen", "-o", str(path), "-n", str(node_id), "-k", str(key_id)], workdir=Path(path).parent)
+    out = r.stdout.decode()
+    if r.returncode != 0:
+        raise RuntimeError(f"nsrvd keygen failed ({r.returncode}): {out} {r.stderr.decode()}")
+    item = out.strip()
+    if out.count("\n") != 1 or item.split(":")[:2] != [str(node_id), str(key_id)]:
+        raise RuntimeError(f"keygen's stdout is not one {node_id}:{key_id}:PUBLIC item: {out!r}")
+    return item

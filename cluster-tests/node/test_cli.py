@@ -15,7 +15,7 @@ import pytest
 from nsrv_check import assert_code, register_ok
 from pathlib import Path
 
-from nsrvd_proc import NsrvdProcess, free_port, run_cli, scaled, write_properties
+from nsrvd_proc import NsrvdProcess, free_port, free_port_pair, run_cli, scaled, write_properties
 from rmq import Broker, NamesrvClient, TopicConfig, parse_properties
 
 PRINTED_DEFAULTS = {
@@ -260,19 +260,6 @@ def test_config_file_rewritten_by_update_still_boots(nsrvd_factory, connect):
 PEER_KEY_ITEM = re.compile(r"([1-9][0-9]{0,2}):([1-9][0-9]{0,2}):[A-Za-z0-9+/]{43}=\n")
 
 
-def _free_tcp_udp_port() -> int:
-    """A port free for TCP and UDP on 127.0.0.1 (gossip uses the number for both)."""
-    for _ in range(50):
-        port = free_port()
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
-            try:
-                u.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no port free for both TCP and UDP")
-
-
 def _status(port: int) -> dict:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=scaled(5)) as r:
         return json.loads(r.read())
@@ -280,12 +267,12 @@ def _status(port: int) -> dict:
 
 def _gossip_config(node_id, key_file, items, workdir):
     ids = sorted(int(item.split(":")[0]) for item in items)
-    peers = [f"{i}@127.0.0.1:{_free_tcp_udp_port()}" for i in ids if i != node_id]
+    peers = [f"{i}@127.0.0.1:{free_port_pair()}" for i in ids if i != node_id]
     return {
         "gossipEnable": "true",
         "gossipNodeId": node_id,
         "gossipListenAddress": "127.0.0.1",
-        "gossipPort": _free_tcp_udp_port(),
+        "gossipPort": free_port_pair(),
         "gossipPeers": ",".join(peers),
         "gossipPeerKeys": ",".join(items),
         "gossipSecretKeyFile": str(key_file),

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from nsrvd_proc import free_port
+from nsrvd_proc import free_port, keygen
 
 
 def _manager(tmp_path, form):
@@ -70,12 +70,7 @@ def test_gossip_node_is_ready_for_systemd_only_by_the_ready_rule(nsrvd_bin, tmp_
     hears why (STATUS=), and READY=1 follows the rule of GET /ready (a first pull or the 30 s
     start-up window), with or without a status port. SIGTERM before then still says STOPPING=1."""
     mgr, name = _manager(tmp_path, "path")
-    tokens = []
-    for node_id in (1, 2):
-        r = subprocess.run([nsrvd_bin, "keygen", "-o", str(tmp_path / f"n{node_id}.key"), "-n", str(node_id)],
-                           capture_output=True, text=True, cwd=tmp_path, timeout=30)
-        assert r.returncode == 0, r.stderr
-        tokens.append(r.stdout.strip())  # keygen prints one ID:KEYID:PUBLIC item
+    tokens = [keygen(nsrvd_bin, tmp_path / f"n{node_id}.key", node_id) for node_id in (1, 2)]
     conf = tmp_path / "nsrvd.properties"
     conf.write_text(f"listenPort=0\nshutdownWaitTimeSeconds=3\nkvConfigPath={tmp_path}/kv.json\n"
                     f"gossipEnable=true\ngossipNodeId=1\ngossipListenAddress=127.0.0.1\n"

@@ -13,13 +13,12 @@ import os
 import re
 import signal
 import socket
-import subprocess
 import time
 
 import pytest
 
 from nsrv_check import assert_code
-from nsrvd_proc import BOOT_RE, NsrvdProcess, free_port, run_cli, scaled, write_properties
+from nsrvd_proc import BOOT_RE, NsrvdProcess, free_port, free_port_pair, keygen, run_cli, scaled, write_properties
 from rmq import NamesrvClient
 
 KV_CONFIG_NOT_EXIST = 22
@@ -67,8 +66,8 @@ def gossip_config(tmp_path, node_id=1, own_key_file=None, peer_keys=None, port=N
         "gossipEnable": "true",
         "gossipNodeId": node_id,
         "gossipListenAddress": "127.0.0.1",
-        "gossipPort": port or free_udp_tcp_port(),
-        "gossipPeers": f"{peer_id}@127.0.0.1:{free_udp_tcp_port()}",
+        "gossipPort": port or free_port_pair(),
+        "gossipPeers": f"{peer_id}@127.0.0.1:{free_port_pair()}",
         "gossipPeerKeys": peer_keys if peer_keys is not None else f"{own_pub},{peer_pub}",
         "gossipSecretKeyFile": str(own_key_file or own),
         "gossipStatePath": str(tmp_path / f"gossip{node_id}.state"),
@@ -84,29 +83,11 @@ def _remember_binary(nsrvd_bin):
 
 
 def keygen_token(path, node_id):
-    """`nsrvd keygen`: writes the secret key file, returns the public token id:keyId:base64."""
-    r = subprocess.run([_BIN["nsrvd"], "keygen", "-o", str(path), "-n", str(node_id)],
-                       capture_output=True, text=True, check=True)
-    tok = r.stdout.strip().splitlines()[-1].removeprefix("gossipPeerKeys=")
+    """`nsrvd keygen`: writes the secret key file, returns the public token id:keyId:base64,
+    also kept as n<id>.pub beside it for the next config of the test."""
+    tok = keygen(_BIN["nsrvd"], path, node_id)
     (path.parent / f"n{node_id}.pub").write_text(tok)
     return tok
-
-
-def free_udp_tcp_port():
-    for _ in range(50):
-        t = socket.socket()
-        t.bind(("127.0.0.1", 0))
-        port = t.getsockname()[1]
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            u.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            continue
-        finally:
-            u.close()
-            t.close()
-    raise RuntimeError("no free port")
 
 
 # ---- the boot line means serving ----

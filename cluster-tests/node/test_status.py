@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from nsrv_check import register_ok, wait_until
-from nsrvd_proc import free_port, run_cli, scaled, write_properties
+from nsrvd_proc import free_port, keygen, run_cli, scaled, write_properties
 from rmq import Broker, NamesrvClient, RequestCode, ResponseCode, TopicConfig
 
 T = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 4, 4, 6)]
@@ -219,12 +219,7 @@ def test_ready_without_gossip_then_draining(status_node, connect):
 
 def test_ready_waits_for_a_pull_in_the_start_up_window(nsrvd_factory, nsrvd_bin, tmp_path):
     # Gossip on, its one peer never answers: not ready until a pull succeeds or 30 s pass.
-    tokens = []
-    for node_id in (1, 2):
-        r = run_cli(nsrvd_bin, ["keygen", "-o", str(tmp_path / f"n{node_id}.key"), "-n", str(node_id)],
-                    workdir=tmp_path)
-        assert r.returncode == 0, r.stderr
-        tokens.append(r.stdout.decode().strip())  # keygen prints one ID:KEYID:PUBLIC item
+    tokens = [keygen(nsrvd_bin, tmp_path / f"n{node_id}.key", node_id) for node_id in (1, 2)]
     port = free_port()
     node = nsrvd_factory({"statusPort": port, "statusAddress": "127.0.0.1", "gossipEnable": True,
                           "gossipNodeId": 1, "gossipPort": free_port(), "gossipListenAddress": "127.0.0.1",

@@ -86,8 +86,10 @@ typedef struct {
     uint16_t status_port;
 } nsrv_gossip_announce_t;
 
-/* True if h is an announceable host (see NSRV_GOSSIP_ANN_HOST_MAX). */
-bool nsrv_gossip_host_valid(nsrv_str_t h);
+/* The one validity rule of an ANNOUNCE body, for what is sent, received and configured
+ * (ns_port 1..65535, hosts as NSRV_GOSSIP_ANN_HOST_MAX says): NULL if a is valid, else why
+ * not (static text, for a log line). */
+const char *nsrv_gossip_announce_problem(const nsrv_gossip_announce_t *a);
 
 /*
  * Rejection reasons: the negative return codes NSRV_GOSSIP_E* of the decoders

@@ -248,7 +248,8 @@ void nsrv_gossip_node_foreach_alive(nsrv_gossip_node_t *n, uint64_t now_mono,
  */
 /* What this node announces: its NameServer endpoint and status endpoint (status_port 0:
  * none); an empty host means "the address my datagrams come from". Copied. Until a valid
- * one is set (ns_port 1..65535, hosts per nsrv_gossip_host_valid) nothing is announced. */
+ * one is set (nsrv_gossip_announce_problem) nothing is announced; an invalid one is logged
+ * with the reason. */
 void nsrv_gossip_node_set_announce(nsrv_gossip_node_t *n, const nsrv_gossip_announce_t *a);
 /* Stopping: a LEAVE to every peer that speaks it (it announced itself). Returns how many
  * peers were told; the datagrams go out through poll like any other. */

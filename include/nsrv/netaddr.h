@@ -31,3 +31,11 @@ int nsrv_sockaddr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *l
 
 /* "a.b.c.d:port", "[v6]:port", or "?" for another family; always NUL-terminated. */
 void nsrv_sockaddr_format(const struct sockaddr *sa, char *buf, size_t cap);
+
+/* The address's IP alone, "a.b.c.d" or "v6", an IPv4-mapped IPv6 address as the IPv4 it
+ * stands for (what a dual-stack socket reports for an IPv4 peer), or "?" for another family
+ * or NULL; always NUL-terminated. */
+void nsrv_sockaddr_host(const struct sockaddr *sa, char *buf, size_t cap);
+
+/* "host:port", "[host]:port" for a host with a ':' (an IPv6 literal); always NUL-terminated. */
+void nsrv_hostport_format(const char *host, unsigned port, char *buf, size_t cap);

@@ -34,7 +34,8 @@ typedef struct {
     /* Appends the file's bytes to out: small text to out->own, big blocks of data by
      * reference (nsrv_rope_ref), written with writev, not copied. Writer thread. */
     void (*encode)(void *data, nsrv_rope_t *out);
-    /* Frees data. Runs on the writer thread (or the loop thread at destroy). */
+    /* Ends the writer's use of data: frees it, or leaves it to an owner that frees it once
+     * the write settled. Runs on the writer thread (or the loop thread at destroy). */
     void (*release)(void *data);
 } nsrv_wsnap_t;
 
@@ -78,7 +79,8 @@ bool nsrv_writer_idle(const nsrv_writer_t *w);
 /* Runs the loop until nsrv_writer_idle: for shutdown, after the last connection closed. */
 void nsrv_writer_drain(nsrv_writer_t *w);
 
-/* Counters for the status page: writes done, and requests they satisfied. */
+/* Counters for the status page: writes done (failed ones too), and the requests they carried
+ * (a request failed with an earlier write it was not in is in neither). */
 uint64_t nsrv_writer_writes(const nsrv_writer_t *w);
 uint64_t nsrv_writer_requests(const nsrv_writer_t *w);
 /* The writer thread's CPU time over all writes done (encoding, write, fsync: what a commit

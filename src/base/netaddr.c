@@ -84,6 +84,24 @@ int nsrv_sockaddr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *l
     return 0;
 }
 
+void nsrv_sockaddr_host(const struct sockaddr *sa, char *buf, size_t cap) {
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (sa && sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, sizeof ip);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a6))
+            inet_ntop(AF_INET, &a6->s6_addr[12], ip, sizeof ip);
+        else
+            inet_ntop(AF_INET6, a6, ip, sizeof ip);
+    }
+    snprintf(buf, cap, "%s", ip);
+}
+
+void nsrv_hostport_format(const char *host, unsigned port, char *buf, size_t cap) {
+    snprintf(buf, cap, strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
+}
+
 void nsrv_sockaddr_format(const struct sockaddr *sa, char *buf, size_t cap) {
     char ip[INET6_ADDRSTRLEN] = "?";
     if (sa && sa->sa_family == AF_INET) {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nsrv/alloc.h"
 #include "nsrv/config.h"
 
 #define MAX_DESC 2048
@@ -87,12 +88,13 @@ static char **read_descriptions(const char *path) {
 /* Writes the reloadable keys as words after prefix, wrapped before width columns. */
 static void put_reloadable(FILE *f, const char *prefix, const char *open, const char *close,
                            const char *sep, size_t width) {
+    size_t cap = nsrv_config_key_count() + 1;
+    const char **names = nsrv_malloc(cap * sizeof *names);
+    size_t n = nsrv_config_keys_with(NSRV_CONFIG_RELOAD, names, cap);
     size_t col = 0;
-    for (size_t i = 0; i < nsrv_config_key_count(); i++) {
-        const char *name = nsrv_config_key_name(i);
-        if (!(nsrv_config_key_flags(name) & NSRV_CONFIG_RELOAD))
-            continue;
-        size_t need = strlen(open) + strlen(name) + strlen(close) + strlen(sep);
+    for (size_t i = 0; i < n; i++) {
+        const char *tail = i + 1 < n ? sep : "";
+        size_t need = strlen(open) + strlen(names[i]) + strlen(close) + strlen(sep);
         if (col && col + 1 + need > width) {
             fputc('\n', f);
             col = 0;
@@ -104,17 +106,11 @@ static void put_reloadable(FILE *f, const char *prefix, const char *open, const 
             fputc(' ', f);
             col++;
         }
-        fprintf(f, "%s%s%s", open, name, close);
-        col += need - strlen(sep);
-        bool last = true;
-        for (size_t j = i + 1; j < nsrv_config_key_count(); j++)
-            last = last && !(nsrv_config_key_flags(nsrv_config_key_name(j)) & NSRV_CONFIG_RELOAD);
-        if (!last) {
-            fputs(sep, f);
-            col += strlen(sep);
-        }
+        fprintf(f, "%s%s%s%s", open, names[i], close, tail);
+        col += need - strlen(sep) + strlen(tail);
     }
     fputc('\n', f);
+    nsrv_free(names);
 }
 
 /* The forms --reloadable writes: the list as each file that repeats it holds it. */

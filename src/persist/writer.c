@@ -194,13 +194,17 @@ static void kick_cb(uv_idle_t *h) {
     }
 }
 
-/* Moves q's waiters behind those already waiting to report, keeping request order. */
-static void report_append(nsrv_writer_t *w, waiters_t *q) {
+/* Gives q's waiters the outcome rc and moves them behind those already waiting to report
+ * (earlier writes' requests), so callbacks keep request order; q is left empty. */
+static void settle_waiters(nsrv_writer_t *w, waiters_t *q, int rc) {
     if (!q->head)
         return;
+    for (waiter_t *x = q->head; x; x = x->next)
+        x->rc = rc;
     *w->report.tail = q->head;
     w->report.tail = q->tail;
     w->report.n += q->n;
+    waiters_init(q);
 }
 
 static void finish_job(nsrv_writer_t *w, job_t *j) {
@@ -213,19 +217,13 @@ static void finish_job(nsrv_writer_t *w, job_t *j) {
     w->cpu_ns += j->cpu_ns;
     if (j->cpu_ns > w->cpu_max_ns)
         w->cpu_max_ns = j->cpu_ns;
-    /* Queued behind earlier writes' requests: callbacks stay in request order. */
-    for (waiter_t *x = j->waiters.head; x; x = x->next)
-        x->rc = j->rc;
-    report_append(w, &j->waiters);
+    settle_waiters(w, &j->waiters, j->rc);
     if (f->settle)
         f->settle(f->settle_ud, j->rc);
-    if (j->rc < 0 && f->settle && f->pending.head) {
-        /* Built on the content the owner just rolled back: they fail with this write. */
-        for (waiter_t *x = f->pending.head; x; x = x->next)
-            x->rc = j->rc;
-        w->requests += f->pending.n;
-        report_append(w, &f->pending);
-        waiters_init(&f->pending);
+    if (j->rc < 0 && f->settle) {
+        /* Built on the content the owner just rolled back: they fail with this write. Not
+         * counted: no write carried them, and requests per write is the group commit. */
+        settle_waiters(w, &f->pending, j->rc);
         f->dirty = false;
     }
     nsrv_free(j);

@@ -49,7 +49,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     if (c->closing)
         return;
     /* close_notify only after every reply: after dropped ones it would claim a clean end. */
-    if (c->eng.tls && !c->reset_on_close && c->eng.out_pending == 0)
+    if (c->eng.tls && !c->eng.reset_on_close && c->eng.out_pending == 0)
         nsrv__conn_tls_close_notify(c);
     c->closing = true;
     nsrv__offload_orphan(c);
@@ -68,7 +68,7 @@ void nsrv__conn_close(nsrv_conn_t *c, const char *why) {
     else
         nsrv_log_info("SERVER", "connection '%s' closed (%s)", c->peer, why);
     uv_read_stop((uv_stream_t *)&c->tcp);
-    if (!c->reset_on_close || uv_tcp_close_reset(&c->tcp, close_cb) != 0)
+    if (!c->eng.reset_on_close || uv_tcp_close_reset(&c->tcp, close_cb) != 0)
         uv_close((uv_handle_t *)&c->tcp, close_cb);
 }
 
@@ -83,7 +83,6 @@ static void apply_actions(nsrv_conn_t *c, unsigned act) {
     if (act & NSRV_CE_ACT_TLS_UP)
         nsrv__conn_tls_up(c);
     if (act & NSRV_CE_ACT_CLOSE) {
-        c->reset_on_close |= c->eng.reset_on_close;
         nsrv__conn_close(c, c->eng.close_why);
         return;
     }
@@ -316,11 +315,6 @@ void nsrv__conn_flush(nsrv_conn_t *c) {
     apply(c, nsrv__ce_flush(&c->eng));
 }
 
-static void deliver(nsrv_conn_t *c, const uint8_t *p, size_t n) {
-    uint64_t now_ns = c->srv->read_ns ? c->srv->read_ns : nsrv_now_mono_ns();
-    apply(c, nsrv__ce_feed(&c->eng, p, n, now_ns));
-}
-
 void nsrv__conn_continue(nsrv_conn_t *c) {
     if (c->closing)
         return;
@@ -366,17 +360,21 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
             return;
         }
     }
+    unsigned act;
     if (c->eng.tls)
-        apply(c, nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns));
+        act = nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns);
     else if (buf->base == srv->read_buf)
-        deliver(c, (const uint8_t *)buf->base, (size_t)nread);
+        act = nsrv__ce_feed(&c->eng, (const uint8_t *)buf->base, (size_t)nread, srv->read_ns);
     else
-        apply(c, nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns));
+        act = nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns);
     srv->read_ns = 0; /* batches run from elsewhere (resume, write_cb) read the clock */
-    if (!c->closing)
-        nsrv__conn_input_changed(c);
-    if (!c->closing && srv->shutting_down)
-        nsrv__conn_maybe_finish(c);
+    /* Every read may have grown the connection's own buffer (a partial frame kept, a read
+     * landed in it), and in shutdown may have been the last request: checked whatever the
+     * engine said (a TLS read that yields no plaintext says nothing). */
+    act |= NSRV_CE_ACT_INPUT;
+    if (srv->shutting_down)
+        act |= NSRV_CE_ACT_FINISH;
+    apply_actions(c, act);
 }
 
 void nsrv__conn_accept(nsrv_server_t *srv) {

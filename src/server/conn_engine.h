@@ -165,7 +165,7 @@ struct nsrv_ce {
     bool job;                  /* a frame of it is on a worker */
     bool served_in_shutdown;   /* answered a request after the signal: close once drained */
     bool closed;               /* closed, or a close was returned */
-    bool reset_on_close;
+    bool reset_on_close;       /* close with RST: the kernel drops unsent bytes too */
     const char *close_why;
     size_t big_frame_len; /* the batch stopped at a whole frame this big: offload it */
     /* NSRV_CE_ACT_OFFLOAD: the frame is offload[off, off + len); take the buffer. */
@@ -237,6 +237,11 @@ unsigned nsrv__ce_job_done(nsrv_ce_t *e);
 /* Once a second: idle and stuck-reader reaping. write_queue: bytes the socket still has
  * queued; idle_ms: 0 for no limit. */
 unsigned nsrv__ce_tick(nsrv_ce_t *e, uint64_t now_ms, uint64_t idle_ms, size_t write_queue);
+/* A server-wide memory cap sheds this connection: its close is a reset (RST), so the kernel
+ * drops the unsent bytes too. */
+static inline void nsrv__ce_reset_on_close(nsrv_ce_t *e) {
+    e->reset_on_close = true;
+}
 /* Shutting down: nothing of this connection is in flight by the engine's account. */
 bool nsrv__ce_finished(const nsrv_ce_t *e);
 /* The driver closed the connection: sent-never replies are dropped, slots still waiting

@@ -109,7 +109,6 @@ static void idle_tick(nsrv_server_t *srv, nsrv_conn_t *c, uint64_t now_ms, uint6
         nsrv_log_notice(
             "SERVER", "connection '%s' drained none of its %zu queued reply bytes in %d s", c->peer,
             c->eng.out_pending, srv->cfg->server_channel_max_idle_time_seconds);
-        c->reset_on_close = true;
         srv->trim_due = true;
     }
     nsrv__conn_close(c, c->eng.close_why);
@@ -184,7 +183,7 @@ static void shed_until_under(nsrv_server_t *srv, const mem_cap_t *cap, const siz
                 cap->key, limit, *since_log, cap->holding, *total, worst->peer, cap->held(worst));
             *since_log = 0;
         }
-        worst->reset_on_close = true;
+        nsrv__ce_reset_on_close(&worst->eng);
         srv->trim_due = true;
         nsrv__conn_close(worst, cap->reason);
     }

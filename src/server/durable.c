@@ -24,16 +24,17 @@ static void kv_encode(void *data, nsrv_rope_t *out) {
     nsrv_kv_encode_file_rope(data, out);
 }
 
-static void kv_release(void *data) {
-    nsrv_kv_t *kv = data;
-    nsrv_kv_destroy(&kv);
+/* The one copy is the writer's to read until its write settles, and the loop's from then
+ * on (the last good content, or dropped): the loop frees it, never the writer. */
+static void kv_keep(void *data) {
+    (void)data;
 }
 
 static nsrv_wsnap_t kv_snapshot(void *ud) {
     nsrv_server_t *srv = ud;
     nsrv_kv_destroy(&srv->kv_inflight);
     srv->kv_inflight = nsrv_kv_clone(srv->kv);
-    return (nsrv_wsnap_t){nsrv_kv_clone(srv->kv), kv_encode, kv_release};
+    return (nsrv_wsnap_t){srv->kv_inflight, kv_encode, kv_keep};
 }
 
 static void kv_settle(void *ud, int rc) {

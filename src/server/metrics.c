@@ -151,7 +151,7 @@ static void write_server_scalars(nsrv_server_t *srv, nsrv_buf_t *b) {
          */
         {"nsrvd_durable_writes_total", C, "kvConfig.json and config store file writes.",
          srv->writer ? nsrv_writer_writes(srv->writer) : 0},
-        {"nsrvd_durable_write_requests_total", C, "Changes requested of the durable writer.",
+        {"nsrvd_durable_write_requests_total", C, "Changes carried by durable writes.",
          srv->writer ? nsrv_writer_requests(srv->writer) : 0},
         {"nsrvd_replies_pending", G, "Replies waiting for their write to reach the disk.",
          srv->conn_host.replies_pending},

@@ -198,11 +198,8 @@ static void alive_cb(void *ud, uint8_t id, const struct sockaddr *gossip_addr,
     /* A peer that announces nothing (an older version): its gossip IP with our own listen
      * port, right in uniform deployments. */
     char ip[NSRV_SOCKADDR_TEXT_MAX], addr[NSRV_NSADDR_MAX];
-    nsrv_sockaddr_format(gossip_addr, ip, sizeof ip);
-    char *colon = strrchr(ip, ':');
-    if (colon)
-        *colon = '\0';
-    snprintf(addr, sizeof addr, "%s:%d", ip, srv->bound_port);
+    nsrv_sockaddr_host(gossip_addr, ip, sizeof ip);
+    nsrv_hostport_format(ip, (unsigned)srv->bound_port, addr, sizeof addr);
     add(w, addr);
 }
 

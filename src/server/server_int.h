@@ -49,7 +49,6 @@ typedef struct nsrv_conn {
     bool closing;
     bool saw_first_byte;
     bool deferred_close;
-    bool reset_on_close; /* close with RST: the kernel drops unsent bytes too */
     /* A big frame decoded on a worker (conn_offload.c): the connection is neither read nor
      * processed until it has run, so replies keep their request order. */
     struct nsrv_offload_job *job;

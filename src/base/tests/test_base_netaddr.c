@@ -88,6 +88,34 @@ static void test_sockaddr_parse_and_format(void **state) {
     assert_string_equal(text, "?");
 }
 
+/* A dual-stack socket reports an IPv4 peer as ::ffff:a.b.c.d: the host is the IPv4 it stands
+ * for, so a host:port built from it is the one an IPv4 client can use. */
+static void test_sockaddr_host_unmaps_v4_mapped(void **state) {
+    (void)state;
+    struct sockaddr_storage ss;
+    char host[NSRV_SOCKADDR_TEXT_MAX], text[NSRV_SOCKADDR_TEXT_MAX];
+    assert_int_equal(nsrv_sockaddr_literal("::ffff:10.1.2.3", 9876, &ss), 0);
+    assert_int_equal(ss.ss_family, AF_INET6);
+    nsrv_sockaddr_host((struct sockaddr *)&ss, host, sizeof host);
+    assert_string_equal(host, "10.1.2.3");
+    nsrv_hostport_format(host, 9876, text, sizeof text);
+    assert_string_equal(text, "10.1.2.3:9876");
+    assert_int_equal(nsrv_sockaddr_literal("fe80::1", 1, &ss), 0);
+    nsrv_sockaddr_host((struct sockaddr *)&ss, host, sizeof host);
+    assert_string_equal(host, "fe80::1");
+    nsrv_hostport_format(host, 1, text, sizeof text);
+    assert_string_equal(text, "[fe80::1]:1");
+    assert_int_equal(nsrv_sockaddr_literal("127.0.0.2", 2, &ss), 0);
+    nsrv_sockaddr_host((struct sockaddr *)&ss, host, sizeof host);
+    assert_string_equal(host, "127.0.0.2");
+    ss.ss_family = AF_UNIX;
+    nsrv_sockaddr_host((struct sockaddr *)&ss, host, sizeof host);
+    assert_string_equal(host, "?");
+    nsrv_sockaddr_host(NULL, host, sizeof host);
+    assert_string_equal(host, "?");
+}
+
 NSRV_TEST_MAIN(NULL, NULL, cmocka_unit_test(test_literals), cmocka_unit_test(test_refused),
                cmocka_unit_test(test_hostport_split),
-               cmocka_unit_test(test_sockaddr_parse_and_format))
+               cmocka_unit_test(test_sockaddr_parse_and_format),
+               cmocka_unit_test(test_sockaddr_host_unmaps_v4_mapped))

@@ -76,7 +76,7 @@ static bool entries_ok(const nsrv_gossip_entry_t *e, size_t n, uint64_t lo, uint
     return true;
 }
 
-bool nsrv_gossip_host_valid(nsrv_str_t h) {
+static bool host_valid(nsrv_str_t h) {
     if (h.len > NSRV_GOSSIP_ANN_HOST_MAX || (h.len && !h.ptr))
         return false;
     for (size_t i = 0; i < h.len; i++) {
@@ -88,9 +88,14 @@ bool nsrv_gossip_host_valid(nsrv_str_t h) {
     return true;
 }
 
-static bool announce_ok(const nsrv_gossip_announce_t *a) {
-    return a->ns_port != 0 && nsrv_gossip_host_valid(a->ns_host) &&
-           nsrv_gossip_host_valid(a->status_host);
+const char *nsrv_gossip_announce_problem(const nsrv_gossip_announce_t *a) {
+    if (a->ns_port == 0)
+        return "NameServer port 0";
+    if (!host_valid(a->ns_host))
+        return "NameServer host over 255 bytes or not of [A-Za-z0-9.:_-]";
+    if (!host_valid(a->status_host))
+        return "status host over 255 bytes or not of [A-Za-z0-9.:_-]";
+    return NULL;
 }
 
 int nsrv__gossip_msg_check(const nsrv_gossip_msg_t *m) {
@@ -117,7 +122,7 @@ int nsrv__gossip_msg_check(const nsrv_gossip_msg_t *m) {
     case NSRV_GOSSIP_LEAVE:
         return 0;
     case NSRV_GOSSIP_ANNOUNCE:
-        return announce_ok(&m->body.announce) ? 0 : -EINVAL;
+        return nsrv_gossip_announce_problem(&m->body.announce) ? -EINVAL : 0;
     case NSRV_GOSSIP_TOMBSTONE: {
         const nsrv_gossip_tomb_t *t = m->body.tomb.tombs;
         if (m->body.tomb.n == 0 || !t)
@@ -411,7 +416,7 @@ static int read_body(nsrv__mp_r_t *r, nsrv_arena_t *a, nsrv_gossip_msg_t *m) {
             return -EPROTO;
         an->ns_port = (uint16_t)ns_port;
         an->status_port = (uint16_t)st_port;
-        return announce_ok(an) ? 0 : -EPROTO;
+        return nsrv_gossip_announce_problem(an) ? -EPROTO : 0;
     }
     case NSRV_GOSSIP_TOMBSTONE:
         if (nsrv__mp_r_array(r, &nf, 1, 1) != 0 || nf != 1)

@@ -324,7 +324,18 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
     nsrv_gossip_entry_t *e;
     bool unconfirmed = false;
     size_t k = collect_direct(n, now_mono, true, &e, &unconfirmed);
-    nsrv_gossip_entry_t *mine = unconfirmed ? nsrv_malloc(k * sizeof *mine) : NULL;
+    nsrv_gossip_entry_t *mine = NULL;
+    /* Entries sent only to the peers that have not confirmed them: each one's identity,
+     * looked up once per delta rather than once per peer. NULL for the others. */
+    const nsrv__ident_t **only_unconfirmed = NULL;
+    if (unconfirmed) {
+        mine = nsrv_malloc(k * sizeof *mine);
+        only_unconfirmed = nsrv_malloc(k * sizeof *only_unconfirmed);
+        for (size_t j = 0; j < k; j++) {
+            const nsrv__ident_t *id = nsrv__ident_find(n, e[j].bkey);
+            only_unconfirmed[j] = id && id->for_unconfirmed ? id : NULL;
+        }
+    }
     bool new_tombs = false;
     for (size_t i = 0; i < n->n_tombs; i++)
         new_tombs |= n->tombs[i].deltas <= NSRV_GOSSIP_DELTA_REPEATS;
@@ -336,8 +347,7 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
             /* Past its fixed repeats, an entry goes only to peers that have not confirmed it. */
             ks = 0;
             for (size_t j = 0; j < k; j++) {
-                const nsrv__ident_t *id = nsrv__ident_find(n, e[j].bkey);
-                if (!id || !id->for_unconfirmed || !ident_confirmed(id, dst))
+                if (!only_unconfirmed[j] || !ident_confirmed(only_unconfirmed[j], dst))
                     mine[ks++] = e[j];
             }
             send = mine;
@@ -353,6 +363,7 @@ void nsrv_gossip_node_send_delta(nsrv_gossip_node_t *n, uint64_t now_mono, int64
     for (size_t i = 0; i < n->n_tombs; i++)
         if (n->tombs[i].deltas <= NSRV_GOSSIP_DELTA_REPEATS)
             n->tombs[i].deltas++;
+    nsrv_free(only_unconfirmed);
     nsrv_free(mine);
     nsrv_free(e);
 }

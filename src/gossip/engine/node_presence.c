@@ -5,21 +5,26 @@
  * (proto/gossip.md §5.7, §5.8, §9.5). Part of the sans-I/O engine: times come
  * in as arguments, datagrams go out through the outbox.
  */
-#include <arpa/inet.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "nsrv/log.h"
+#include "nsrv/netaddr.h"
 #include "nsrv/text.h"
 
 #include "node_int.h"
 
 void nsrv_gossip_node_set_announce(nsrv_gossip_node_t *n, const nsrv_gossip_announce_t *a) {
-    if (!a || a->ns_port == 0 || !nsrv_gossip_host_valid(a->ns_host) ||
-        !nsrv_gossip_host_valid(a->status_host)) {
+    const char *why = a ? nsrv_gossip_announce_problem(a) : NULL;
+    if (!a || why) {
         n->ann_ns_port = 0;
+        /* Set at start-up and on SIGHUP only: one line each, never a flood. */
+        if (why)
+            nsrv_log_warn("GOSSIP",
+                          "announcing nothing to the peers (they list this node at its gossip "
+                          "address with their own port): %s",
+                          why);
         return;
     }
     memcpy(n->ann_ns_host, a->ns_host.ptr ? a->ns_host.ptr : "", a->ns_host.len);
@@ -66,22 +71,6 @@ size_t nsrv_gossip_node_leave(nsrv_gossip_node_t *n, uint64_t now_mono, int64_t 
     return told;
 }
 
-/* The datagram's source IP as a host ("1.2.3.4" or "v6"), IPv4-mapped IPv6 unmapped. */
-static void source_host(const struct sockaddr *from, char *out, size_t cap) {
-    snprintf(out, cap, "?");
-    if (!from)
-        return;
-    if (from->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)from)->sin_addr, out, (socklen_t)cap);
-    } else if (from->sa_family == AF_INET6) {
-        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)from)->sin6_addr;
-        if (IN6_IS_ADDR_V4MAPPED(a6))
-            inet_ntop(AF_INET, &a6->s6_addr[12], out, (socklen_t)cap);
-        else
-            inet_ntop(AF_INET6, a6, out, (socklen_t)cap);
-    }
-}
-
 /* host:port, brackets around an IPv6 host, the source IP for an empty host. */
 static void endpoint_text(nsrv_str_t host, uint16_t port, const struct sockaddr *from, char *out,
                           size_t cap) {
@@ -89,8 +78,8 @@ static void endpoint_text(nsrv_str_t host, uint16_t port, const struct sockaddr 
     if (host.len)
         snprintf(h, sizeof h, "%.*s", (int)host.len, host.ptr);
     else
-        source_host(from, h, sizeof h);
-    snprintf(out, cap, strchr(h, ':') ? "[%s]:%u" : "%s:%u", h, (unsigned)port);
+        nsrv_sockaddr_host(from, h, sizeof h);
+    nsrv_hostport_format(h, port, out, cap);
 }
 
 void nsrv__on_presence(nsrv_gossip_node_t *n, uint8_t peer, const nsrv_gossip_msg_t *m,

@@ -76,9 +76,7 @@ static uint64_t touch(const nsrv_gossip_msg_t *m) {
         break;
     case NSRV_GOSSIP_ANNOUNCE:
         /* What reaches the address service is a host that cannot break its list. */
-        FUZZ_CHECK(m->body.announce.ns_port != 0 &&
-                   nsrv_gossip_host_valid(m->body.announce.ns_host) &&
-                   nsrv_gossip_host_valid(m->body.announce.status_host));
+        FUZZ_CHECK(nsrv_gossip_announce_problem(&m->body.announce) == NULL);
         for (size_t i = 0; i < m->body.announce.ns_host.len; i++)
             acc += (uint8_t)m->body.announce.ns_host.ptr[i];
         acc += m->body.announce.status_host.len + m->body.announce.status_port;

@@ -7,6 +7,9 @@
  * sent, no back-off after a failed pull, an anchor never refreshed, SYNC_REQ
  * never repeated, a lost pull never abandoned) fails here.
  */
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "gossip_sim.h"
 #include "testlib.h"
 
@@ -341,6 +344,52 @@ static void test_announced_addresses_reach_every_peer(void **state) {
     gs_del(s);
 }
 
+/* Runs set_announce(a) on node id and returns what it logged (warnings and worse). */
+static char *logged_by_set_announce(gs_sim_t *s, uint8_t id, const nsrv_gossip_announce_t *a) {
+    nsrv_test_dir_t dir;
+    assert_int_equal(nsrv_test_dir_make(&dir, "announce"), 0);
+    int fd = open(nsrv_test_dir_join(&dir, "stderr"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    assert_true(fd >= 0);
+    int level = nsrv_log_level;
+    nsrv_log_level = NSRV_LOG_WARN;
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    assert_true(dup2(fd, STDERR_FILENO) >= 0);
+    nsrv_gossip_node_set_announce(s->node[id].g, a);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    nsrv_log_level = level;
+    char *text = nsrv_test_read_file(nsrv_test_dir_join(&dir, "stderr"));
+    close(fd);
+    nsrv_test_dir_remove(&dir);
+    return text;
+}
+
+/* Where this node serves, when no peer could use it (a host with a space), is not announced,
+ * and the log says so and why: the peers fall back to its gossip address. */
+static void test_invalid_own_announce_is_logged_and_not_sent(void **state) {
+    (void)state;
+    gs_sim_t *s = sim_presence(2, 0);
+    nsrv_gossip_announce_t bad = {nsrv_str_c("ns host"), 9801, nsrv_str_c(""), 0};
+    char *log = logged_by_set_announce(s, A, &bad);
+    assert_non_null(log);
+    assert_non_null(strstr(log, "announcing nothing to the peers"));
+    assert_non_null(strstr(log, "NameServer host over 255 bytes or not of [A-Za-z0-9.:_-]"));
+    nsrv_free(log);
+    size_t from = s->nsent;
+    gs_run(s, 20000);
+    assert_int_equal(gs_count_sent(s, from, A, B, NSRV_GOSSIP_ANNOUNCE), 0);
+    /* A valid one logs nothing and is announced again. */
+    nsrv_gossip_announce_t good = {nsrv_str_c(""), 9801, nsrv_str_c(""), 0};
+    log = logged_by_set_announce(s, A, &good);
+    assert_true(!log || !*log);
+    nsrv_free(log);
+    gs_run(s, 20000);
+    assert_true(gs_count_sent(s, from, A, B, NSRV_GOSSIP_ANNOUNCE) > 0);
+    gs_del(s);
+}
+
 /* A peer that never announces itself (an older version refuses the type) gets a bounded
  * number of tries per incarnation, and no LEAVE. */
 static void test_mute_peer_gets_few_announces_and_no_leave(void **state) {
@@ -446,6 +495,7 @@ NSRV_TEST_MAIN(gs_group_setup, NULL, cmocka_unit_test(test_delta_then_pull_sprea
                cmocka_unit_test(test_refused_peer_degrades_health),
                cmocka_unit_test(test_moved_peer_is_sent_a_digest_and_pulled_at_once),
                cmocka_unit_test(test_announced_addresses_reach_every_peer),
+               cmocka_unit_test(test_invalid_own_announce_is_logged_and_not_sent),
                cmocka_unit_test(test_mute_peer_gets_few_announces_and_no_leave),
                cmocka_unit_test(test_leave_is_immediate_and_a_restart_comes_back),
                cmocka_unit_test(test_silent_then_up_again))

@@ -271,7 +271,9 @@ static void on_settle(void *ud, int rc) {
 }
 
 /* A failed write is settled before its callbacks; the requests made during it built on
- * content the owner undid, so they fail with it and are not written; later ones are. */
+ * content the owner undid, so they fail with it and are not written; later ones are. The
+ * counters are the group commit: writes, and the requests each carried, so those failed
+ * with a write they were not in count in neither. */
 static void test_failure_settles_and_fails_requests_made_during_it(void **state) {
     fixture_t *f = *state;
     settle_log_t s = {.model = &f->model};
@@ -302,10 +304,14 @@ static void test_failure_settles_and_fails_requests_made_during_it(void **state)
     assert_int_equal(log.rc[1], -EIO);
     assert_int_equal(log.rc[2], -EIO);
     assert_string_equal(log.seen[2], "v1");
+    assert_int_equal(nsrv_writer_writes(f->w), 2);
+    assert_int_equal(nsrv_writer_requests(f->w), 2);
     f->model.version = 5;
     nsrv_writer_request(wf, on_done, &reqs[3]);
     nsrv_writer_drain(f->w);
     assert_last_done(&log, 4, 0, "v5");
+    assert_int_equal(nsrv_writer_writes(f->w), 3);
+    assert_int_equal(nsrv_writer_requests(f->w), 3);
 }
 
 static void test_unwritable_path_reports_errno(void **state) {
