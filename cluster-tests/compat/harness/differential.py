@@ -10,7 +10,7 @@ fresh Java NameServer and a fresh nsrvd in lockstep; each pair of responses is c
 
 Every difference must be listed in ../DIFFERENCES.md (table rows "| D<n> | case glob | aspect |
 vs | reason |") with the reason it is deliberate; an unlisted difference fails the cell.
-Run against Java 5.3.3 (every step) and Java 4.9.7 (steps that exist in 4.9.x).
+Run against Java 5.4.0 and 5.3.3 (every step) and Java 4.9.7 (steps that exist in 4.9.x).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from common import COMPAT, FAIL, PASS, RESULTS, SKIP, cfg, log, rmq  # puts cluster-tests/lib on sys.path
+from common import COMPAT, FAIL, KIND_OF_VERSION, PASS, RESULTS, SKIP, VERSIONS, cfg, log, rmq  # puts cluster-tests/lib on sys.path
 import fastjson  # noqa: E402
 from nsquery import canon, strip_5x
 from servers import NameServer, make_nameserver
@@ -473,15 +473,20 @@ def load_allowed() -> List[Allowed]:
     return out
 
 
+def _applies(a: Allowed, version: str) -> bool:
+    """`vs` is one Java version, several separated by spaces, or `both` (every version)."""
+    return a.vs == "both" or version in a.vs.split()
+
+
 def _allowed(allowed: List[Allowed], case: str, aspect: str, vs: str) -> Optional[Allowed]:
     for a in allowed:
-        if fnmatch.fnmatchcase(case, a.case) and (a.aspect == aspect or a.aspect == "*") and a.vs in (vs, "both"):
+        if fnmatch.fnmatchcase(case, a.case) and (a.aspect == aspect or a.aspect == "*") and _applies(a, vs):
             return a
     return None
 
 
 def run_pair(java_version: str) -> None:
-    oracle_kind = "java533" if java_version == "5.3.3" else "java497"
+    oracle_kind = KIND_OF_VERSION[java_version]
     peer = f"differential replay vs Java {java_version}"
     if not cfg().has_nsrvd() or "nsrvd" not in cfg().targets:
         RESULTS.set(8, peer, java_version, "nsrvd", SKIP, f"no nsrvd binary at {cfg().nsrvd}")
@@ -540,7 +545,7 @@ def run_pair(java_version: str) -> None:
         RESULTS.set(8, peer, java_version, "nsrvd", FAIL if unlisted else PASS, detail,
                     f"record: {record}\n\nUNLISTED:\n" + "\n".join(unlisted) + "\n\nLISTED:\n" + "\n".join(listed))
         used = {a.did for a in allowed if a.used}
-        stale = sorted({a.did for a in allowed if a.did not in used and a.vs in (java_version, "both")})
+        stale = sorted({a.did for a in allowed if a.did not in used and _applies(a, java_version)})
         if stale:
             log(f"scenario 8 vs {java_version}: DIFFERENCES.md entries not observed this run: {', '.join(stale)}")
     finally:
@@ -549,6 +554,6 @@ def run_pair(java_version: str) -> None:
 
 
 def s8() -> None:
-    versions = [v for v, p in (("5.3.3", "java533"), ("4.9.7", "java497")) if p in cfg().peers] or ["5.3.3"]
+    versions = [v for v in VERSIONS if KIND_OF_VERSION[v] in cfg().peers] or ["5.3.3"]
     for v in versions:
         run_pair(v)
