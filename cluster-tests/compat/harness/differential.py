@@ -174,13 +174,16 @@ def steps() -> List[Step]:
                  mapping_infos=[rmq.topic_queue_mapping_info("TopicS", "broker-s", total_queues=4, epoch=2,
                                                              curr_id_map={0: 0, 1: 2})])),
         _reg("reg/zone", "broker-z", BZ, [_t("TopicZ"), _t("TopicA")], zone="zone1", v5_only=True),
+        # what a 5.4.0 broker sends: its own version (493, V5_4_0) in the request header
+        _reg("reg/broker-v-version-493", "broker-v", "127.0.0.2:44911", [_t("TopicV"), _t("TopicV2")], version=493),
         _reg("reg/binary-header", "broker-k", "127.0.0.2:41911", [_t("TopicK"), _t("TopicK2")], stype=BIN_T),
         _reg("reg/on-closing-conn", "broker-x", BX, [_t("TopicX"), _t("TopicX2")], conn="x"),
     ]
     # ---- queries on the registered state ---------------------------------------------------
     for v, tag in ((rmq.VERSION_V5_3_3, "v479"), (317, "v317"), (121, "v121"), (0, "v0"), (401, "v401"),
-                   (400, "v400")):
+                   (400, "v400"), (493, "v493")):
         S.append(_route(f"route/TopicA-{tag}", "TopicA", v))
+    S.append(_route("route/TopicV-v493", "TopicV", 493))
     S += [
         _route("route/TopicA-v317-acceptStandardJsonOnly", "TopicA", 317, extra={"acceptStandardJsonOnly": "true"}),
         _route("route/TopicA-binary-v479", "TopicA", stype=BIN_T),
