@@ -12,11 +12,11 @@
 #                                           it and the 5.4.0 Java NameServer (its oracle)
 #   <cache>/proxy540/grpc-client/           GrpcClient built against rocketmq-client-java (gRPC)
 #
-# Usage: prepare-peers.sh [java533,java497,go,go211,node,proxy540]   (default: all)
+# Usage: prepare-peers.sh [java540,java533,java497,go,go211,node,proxy540]   (default: all)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${NSRVD_COMPAT_CACHE:-$HOME/.cache/nsrvd-peers}
-want=${1:-java533,java497,go,go211,node,proxy540}
+want=${1:-java540,java533,java497,go,go211,node,proxy540}
 mkdir -p "$cache"
 mvn_q=(mvn -q -B)
 [ -n "${COMPAT_MAVEN_OFFLINE:-}" ] && mvn_q+=(-o)
@@ -29,8 +29,8 @@ fresh() { # stampfile expected
 # every entry of a class path must still exist (the local Maven repo may have been pruned)
 cp_ok() { local f; IFS=: read -ra parts <<<"$(cat "$1")"; for f in "${parts[@]}"; do [ -e "$f" ] || return 1; done; }
 
-need_java() { [[ ",$want," == *",java533,"* || ",$want," == *",java497,"* || ",$want," == *",go,"* || \
-                 ",$want," == *",go211,"* || ",$want," == *",node,"* ]]; }
+need_java() { [[ ",$want," == *",java540,"* || ",$want," == *",java533,"* || ",$want," == *",java497,"* || \
+                 ",$want," == *",go,"* || ",$want," == *",go211,"* || ",$want," == *",node,"* ]]; }
 
 java_peer() { # version
   local v=$1 d="$cache/$1" s
@@ -56,8 +56,9 @@ java_peer() { # version
   fi
 }
 
-# The brokers and NameServers of both versions are used by every scenario, whatever the peers.
+# The brokers and NameServers of every version are used by every scenario, whatever the peers.
 if need_java; then
+  java_peer 5.4.0
   java_peer 5.3.3
   java_peer 4.9.7
 fi

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The real-peer compatibility suite in one command: resolves the real Apache RocketMQ peers once
-# (Java NameServer, broker and mqadmin 5.3.3 and 4.9.7 from Maven Central; rocketmq-client-go
+# (Java NameServer, broker and mqadmin 5.4.0, 5.3.3 and 4.9.7 from Maven Central; rocketmq-client-go
 # v2.1.2 and v2.1.1 through the Go module proxy; ali-ons 3.12.0 from npm) into a cache, builds
 # the test programs, runs the scenarios against nsrvd and against the Java NameServer of the
 # same version, and prints a table scenario x peer x {nsrvd, Java NameServer}, then
 # "N passed, M failed". Exit status 0 only if nothing failed.
 #
-# Usage: run-compat.sh [--peers java533,java497,go,go211,node,proxy540] [--targets nsrvd,java]
+# Usage: run-compat.sh [--peers java540,java533,java497,go,go211,node,proxy540] [--targets nsrvd,java]
 #                      [--nsrvd PATH] [--workers N] [SCENARIO ...]      (scenarios 1-11; default all)
 # Environment: NSRVD_BIN (nsrvd binary; default build/src/nsrvd, then build-test/src/nsrvd),
 #   NSRVD_COMPAT_CACHE (peer cache, default ~/.cache/nsrvd-peers), COMPAT_LOG_DIR (logs and
@@ -17,7 +17,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 
-peers=java533,java497,go,go211,node,proxy540
+peers=java540,java533,java497,go,go211,node,proxy540
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case "${args[$i]}" in

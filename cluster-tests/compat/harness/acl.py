@@ -1,6 +1,6 @@
 """Scenario 9: who may change the cluster (docs/design/tls-and-access.md "Who may change the cluster"), with the real
 mqadmin of each version and the real AclClientRPCHook it builds from $ROCKETMQ_HOME/conf/tools.yml
-(rocketmq-client 5.3.3 / rocketmq-acl 4.9.7).
+(rocketmq-client 5.4.0 and 5.3.3 / rocketmq-acl 4.9.7).
 
 One nsrvd with adminAclEnable=true (a key file of mode 0600), adminAllowList and
 brokerAllowList admitting 127.0.0.0/8. For each mqadmin version:

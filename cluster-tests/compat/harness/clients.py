@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from common import J17_OPTS, SHORT_JVM, Proc, cfg, run
+from common import J17_OPTS, SHORT_JVM, VERSION_OF_KIND, Proc, cfg, run
 from servers import rocketmq_home
 
 _seq = itertools.count(1)
@@ -22,6 +22,7 @@ class Peer:
 
 
 PEERS: Dict[str, Peer] = {
+    "java540": Peer("java540", "Java client 5.4.0", "5.4.0"),
     "java533": Peer("java533", "Java client 5.3.3", "5.3.3"),
     "java497": Peer("java497", "Java client 4.9.7", "4.9.7"),
     "go": Peer("go", "Go client v2.1.2", "5.3.3"),
@@ -97,8 +98,8 @@ def client_args(peer: str, argv: Sequence[str], props: Sequence[str] = ()) -> "t
     """The command line that runs the test program of ``peer`` with CompatClient-style argv
     (produce|consume|pulse, then --key value pairs)."""
     work = _workdir(peer)
-    if peer in ("java533", "java497"):
-        version = "5.3.3" if peer == "java533" else "4.9.7"
+    if peer in VERSION_OF_KIND:
+        version = VERSION_OF_KIND[peer]
         return (_java_args(version, cfg().cp(version, "client"), "nsrvd.compat.CompatClient", work, argv,
                            props=props), work, None)
     if peer in ("go", "go211"):

@@ -40,7 +40,11 @@ J17_OPTS = [
 # Short-lived JVMs (mqadmin, clients): C1 only and the serial collector cost far less CPU.
 SHORT_JVM = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k"]
 
-VERSIONS = ("5.3.3", "4.9.7")
+VERSIONS = ("5.4.0", "5.3.3", "4.9.7")
+# The Java NameServer of each version, by its kind name ("java533"); the same key names the Java
+# client peer of that version and selects its mqadmin and broker rows.
+KIND_OF_VERSION = {v: "java" + v.replace(".", "") for v in VERSIONS}
+VERSION_OF_KIND = {k: v for v, k in KIND_OF_VERSION.items()}
 
 
 def log(msg: str) -> None:
@@ -281,7 +285,7 @@ class Cell:
 class Row:
     scenario: int
     peer: str
-    oracle: str  # "5.3.3" / "4.9.7": the Java NameServer version of this row
+    oracle: str  # "5.4.0" / "5.3.3" / "4.9.7": the Java NameServer version of this row
     cells: Dict[str, Cell] = field(default_factory=dict)  # "nsrvd" / "java"
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import common
 from common import COUNTED_FAIL, COUNTED_PASS, FAIL, PASS, RESULTS, SKIP, XFAIL, XPASS, Config, cleanup, install_signal_handlers, log
 
-ALL_PEERS = ["java533", "java497", "go", "go211", "node", "proxy540"]
+ALL_PEERS = ["java540", "java533", "java497", "go", "go211", "node", "proxy540"]
 SCENARIO_TITLES = {
     1: "broker registration; mqadmin clusterList/topicList/topicRoute",
     2: "1000 messages produced and consumed",
@@ -40,8 +40,8 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all, 1-11)")
     ap.add_argument("--peers", default=",".join(ALL_PEERS),
-                    help="comma list of " + ",".join(ALL_PEERS) + " (java533/java497 also select the "
-                         "mqadmin and broker rows of that version)")
+                    help="comma list of " + ",".join(ALL_PEERS) + " (java540/java533/java497 also select "
+                         "the mqadmin and broker rows of that version)")
     ap.add_argument("--targets", default="nsrvd,java", help="nsrvd,java")
     ap.add_argument("--nsrvd", default=os.environ.get("NSRVD_BIN", ""), help="nsrvd binary")
     ap.add_argument("--cache", default=os.environ.get("NSRVD_COMPAT_CACHE", str(Path.home() / ".cache" / "nsrvd-peers")))
@@ -165,10 +165,11 @@ def run_phases(scenarios) -> None:
         guarded(11, phase_proxy.s11)
 
 
-ROW_ORDER = ["mqadmin 5.3.3", "mqadmin 4.9.7", "Java client 5.3.3", "Java client 4.9.7", "Go client v2.1.2",
-             "Go client v2.1.1", "ali-ons", "broker 5.3.3", "broker 4.9.7", "slave 5.3.3", "slave 4.9.7",
-             "master 5.3.3", "master 4.9.7", "brokers 5.3.3", "differential replay vs Java 5.3.3",
-             "differential replay vs Java 4.9.7"]
+ROW_ORDER = ["mqadmin 5.4.0", "mqadmin 5.3.3", "mqadmin 4.9.7", "Java client 5.4.0", "Java client 5.3.3",
+             "Java client 4.9.7", "Go client v2.1.2", "Go client v2.1.1", "ali-ons", "broker 5.4.0", "broker 5.3.3",
+             "broker 4.9.7", "slave 5.4.0", "slave 5.3.3", "slave 4.9.7", "master 5.4.0", "master 5.3.3",
+             "master 4.9.7", "brokers 5.3.3", "differential replay vs Java 5.4.0",
+             "differential replay vs Java 5.3.3", "differential replay vs Java 4.9.7"]
 
 
 def _row_key(r) -> tuple:

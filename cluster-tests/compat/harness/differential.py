@@ -10,7 +10,7 @@ fresh Java NameServer and a fresh nsrvd in lockstep; each pair of responses is c
 
 Every difference must be listed in ../DIFFERENCES.md (table rows "| D<n> | case glob | aspect |
 vs | reason |") with the reason it is deliberate; an unlisted difference fails the cell.
-Run against Java 5.3.3 (every step) and Java 4.9.7 (steps that exist in 4.9.x).
+Run against Java 5.4.0 and 5.3.3 (every step) and Java 4.9.7 (steps that exist in 4.9.x).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from common import COMPAT, FAIL, PASS, RESULTS, SKIP, cfg, log, rmq  # puts cluster-tests/lib on sys.path
+from common import COMPAT, FAIL, KIND_OF_VERSION, PASS, RESULTS, SKIP, VERSIONS, cfg, log, rmq  # puts cluster-tests/lib on sys.path
 import fastjson  # noqa: E402
 from nsquery import canon, strip_5x
 from servers import NameServer, make_nameserver
@@ -174,13 +174,16 @@ def steps() -> List[Step]:
                  mapping_infos=[rmq.topic_queue_mapping_info("TopicS", "broker-s", total_queues=4, epoch=2,
                                                              curr_id_map={0: 0, 1: 2})])),
         _reg("reg/zone", "broker-z", BZ, [_t("TopicZ"), _t("TopicA")], zone="zone1", v5_only=True),
+        # what a 5.4.0 broker sends: its own version (493, V5_4_0) in the request header
+        _reg("reg/broker-v-version-493", "broker-v", "127.0.0.2:44911", [_t("TopicV"), _t("TopicV2")], version=493),
         _reg("reg/binary-header", "broker-k", "127.0.0.2:41911", [_t("TopicK"), _t("TopicK2")], stype=BIN_T),
         _reg("reg/on-closing-conn", "broker-x", BX, [_t("TopicX"), _t("TopicX2")], conn="x"),
     ]
     # ---- queries on the registered state ---------------------------------------------------
     for v, tag in ((rmq.VERSION_V5_3_3, "v479"), (317, "v317"), (121, "v121"), (0, "v0"), (401, "v401"),
-                   (400, "v400")):
+                   (400, "v400"), (493, "v493")):
         S.append(_route(f"route/TopicA-{tag}", "TopicA", v))
+    S.append(_route("route/TopicV-v493", "TopicV", 493))
     S += [
         _route("route/TopicA-v317-acceptStandardJsonOnly", "TopicA", 317, extra={"acceptStandardJsonOnly": "true"}),
         _route("route/TopicA-binary-v479", "TopicA", stype=BIN_T),
@@ -473,15 +476,20 @@ def load_allowed() -> List[Allowed]:
     return out
 
 
+def _applies(a: Allowed, version: str) -> bool:
+    """`vs` is one Java version, several separated by spaces, or `both` (every version)."""
+    return a.vs == "both" or version in a.vs.split()
+
+
 def _allowed(allowed: List[Allowed], case: str, aspect: str, vs: str) -> Optional[Allowed]:
     for a in allowed:
-        if fnmatch.fnmatchcase(case, a.case) and (a.aspect == aspect or a.aspect == "*") and a.vs in (vs, "both"):
+        if fnmatch.fnmatchcase(case, a.case) and (a.aspect == aspect or a.aspect == "*") and _applies(a, vs):
             return a
     return None
 
 
 def run_pair(java_version: str) -> None:
-    oracle_kind = "java533" if java_version == "5.3.3" else "java497"
+    oracle_kind = KIND_OF_VERSION[java_version]
     peer = f"differential replay vs Java {java_version}"
     if not cfg().has_nsrvd() or "nsrvd" not in cfg().targets:
         RESULTS.set(8, peer, java_version, "nsrvd", SKIP, f"no nsrvd binary at {cfg().nsrvd}")
@@ -540,7 +548,7 @@ def run_pair(java_version: str) -> None:
         RESULTS.set(8, peer, java_version, "nsrvd", FAIL if unlisted else PASS, detail,
                     f"record: {record}\n\nUNLISTED:\n" + "\n".join(unlisted) + "\n\nLISTED:\n" + "\n".join(listed))
         used = {a.did for a in allowed if a.used}
-        stale = sorted({a.did for a in allowed if a.did not in used and a.vs in (java_version, "both")})
+        stale = sorted({a.did for a in allowed if a.did not in used and _applies(a, java_version)})
         if stale:
             log(f"scenario 8 vs {java_version}: DIFFERENCES.md entries not observed this run: {', '.join(stale)}")
     finally:
@@ -549,6 +557,6 @@ def run_pair(java_version: str) -> None:
 
 
 def s8() -> None:
-    versions = [v for v, p in (("5.3.3", "java533"), ("4.9.7", "java497")) if p in cfg().peers] or ["5.3.3"]
+    versions = [v for v in VERSIONS if KIND_OF_VERSION[v] in cfg().peers] or ["5.3.3"]
     for v in versions:
         run_pair(v)

@@ -1,5 +1,6 @@
-"""Scenarios 1-6: one set of NameServers (nsrvd, Java 5.3.3, Java 4.9.7) side by side, with a
-5.3.3 master (broker-a) and a 4.9.7 master (broker-b) registered with all of them. Every client
+"""Scenarios 1-6: one set of NameServers (nsrvd, Java 5.4.0, 5.3.3 and 4.9.7) side by side, with a
+5.3.3 master (broker-a), a 4.9.7 master (broker-b) and a 5.4.0 master (broker-c) registered with
+all of them, so every route mixes three broker versions. Every client
 is pointed at one NameServer only, so each cell shows what that NameServer alone makes work;
 the Java NameServer of the peer's version is the oracle that nsrvd's results are compared with.
 """
@@ -14,16 +15,22 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import nsquery as q
 from clients import PEERS, AdminOut, mqadmin, run_client, start_client
-from common import FAIL, PASS, RESULTS, SKIP, cfg, log, rmq, wait_until
+from common import FAIL, KIND_OF_VERSION, PASS, RESULTS, SKIP, VERSIONS, cfg, log, rmq, wait_until
 from servers import LABELS, Broker, NameServer, make_nameserver, normalize
 
 CLUSTER = "DefaultCluster"
-MASTER_NAME = {"5.3.3": "broker-a", "4.9.7": "broker-b"}
-ORACLE_KIND = {"5.3.3": "java533", "4.9.7": "java497"}
+MASTER_NAME = {"5.3.3": "broker-a", "4.9.7": "broker-b", "5.4.0": "broker-c"}
+MASTERS = set(MASTER_NAME.values())
+ORACLE_KIND = KIND_OF_VERSION
 
 
 def versions_selected() -> List[str]:
-    return [v for v, p in (("5.3.3", "java533"), ("4.9.7", "java497")) if p in cfg().peers]
+    return [v for v in VERSIONS if KIND_OF_VERSION[v] in cfg().peers]
+
+
+def admin_version(ns: NameServer) -> str:
+    """The mqadmin that goes with a NameServer: its own version, 5.3.3 for nsrvd."""
+    return ns.version if ns.version in VERSIONS else "5.3.3"
 
 
 class PhaseA:
@@ -31,9 +38,9 @@ class PhaseA:
         kinds = []
         if "nsrvd" in cfg().targets and cfg().has_nsrvd():
             kinds.append("nsrvd")
-        # Both Java NameServers always run: 5.3.3 is the oracle of most rows, 4.9.7 of the
-        # 4.9.7 peers'.
-        kinds += ["java533", "java497"]
+        # Every Java NameServer always runs: 5.3.3 is the oracle of most rows, 5.4.0 and 4.9.7
+        # of their own version's peers.
+        kinds += ["java540", "java533", "java497"]
         self.ns: Dict[str, NameServer] = {k: make_nameserver(k, "A") for k in kinds}
         self.masters: Dict[str, Broker] = {}
         self.slaves: Dict[Tuple[str, str], Broker] = {}
@@ -55,15 +62,14 @@ class PhaseA:
                 else:
                     return False
         nss = list(self.ns.values())
-        self.masters["5.3.3"] = Broker("5.3.3", "broker-a", 0, nss, tag="A-broker-a-0")
-        self.masters["4.9.7"] = Broker("4.9.7", "broker-b", 0, nss, tag="A-broker-b-0")
+        for v, name in MASTER_NAME.items():
+            self.masters[v] = Broker(v, name, 0, nss, tag=f"A-{name}-0")
         for b in self.masters.values():
             b.start()
         if not all(b.wait_ready(150) for b in self.masters.values()):
             return False
         for n in self.ns.values():
-            ok = wait_until(lambda n=n: set(q.cluster_info(n).get("brokerAddrTable", {})) >= {"broker-a", "broker-b"},
-                            40)
+            ok = wait_until(lambda n=n: set(q.cluster_info(n).get("brokerAddrTable", {})) >= MASTERS, 40)
             if not ok:
                 log(f"phase A: brokers did not register with {n.label}")
                 if n.kind == "nsrvd":
@@ -119,11 +125,11 @@ class PhaseA:
         return mqadmin(version, cmds)
 
     def wait_routes(self, topics: Sequence[str], timeout: float = 30) -> List[str]:
-        """Wait until every NameServer routes every topic to both masters; returns misses."""
+        """Wait until every NameServer routes every topic to every master; returns misses."""
         missing = []
         for n in self.ns.values():
             for t in topics:
-                ok = wait_until(lambda n=n, t=t: {"broker-a", "broker-b"} <= set(q.route_brokers(n, t)), timeout)
+                ok = wait_until(lambda n=n, t=t: MASTERS <= set(q.route_brokers(n, t)), timeout)
                 if not ok:
                     missing.append(f"{t}@{n.label}")
         return missing
@@ -144,11 +150,11 @@ def _fmt_admin(outs: Sequence[AdminOut]) -> str:
 
 
 # ============================================================================================
-# Scenario 1: registration of a 5.3.3 and a 4.9.7 broker; clusterList, topicList, topicRoute
+# Scenario 1: registration of a 5.4.0, a 5.3.3 and a 4.9.7 broker; clusterList, topicList, topicRoute
 # ============================================================================================
 
 S1_TOPIC = "CompatS1"
-S1_ROUTES = [S1_TOPIC, "TBW102", "broker-a", "broker-b", CLUSTER]
+S1_ROUTES = [S1_TOPIC, "TBW102", *sorted(MASTERS), CLUSTER]
 
 
 def s1(A: PhaseA) -> None:
@@ -188,7 +194,7 @@ def s1(A: PhaseA) -> None:
 def s1_sanity(outs: List[AdminOut], v: str) -> List[str]:
     p = []
     cl = q.parse_cluster_list(outs[0].output or "")
-    want = {(CLUSTER, "broker-a", "0", "broker-a#0"), (CLUSTER, "broker-b", "0", "broker-b#0")}
+    want = {(CLUSTER, b, "0", f"{b}#0") for b in MASTERS}
     have = {r[:4] for r in cl}
     # mqadmin 4.9.7 clusterList dies with an NPE on a 5.x broker's runtime info (no
     # "getTransferedTps"), whatever the NameServer: a Java-side limit, checked for equality only.
@@ -198,7 +204,7 @@ def s1_sanity(outs: List[AdminOut], v: str) -> List[str]:
     if CLUSTER not in (outs[-2].output or ""):
         p.append("topicClusterList did not print " + CLUSTER)
     tl = q.parse_topic_list(outs[1].output or "")
-    for t in (S1_TOPIC, "broker-a", "broker-b", CLUSTER):
+    for t in (S1_TOPIC, *sorted(MASTERS), CLUSTER):
         if t not in tl:
             p.append(f"topicList lacks {t}")
     r = q.parse_route_output(outs[2].output or "")
@@ -206,10 +212,10 @@ def s1_sanity(outs: List[AdminOut], v: str) -> List[str]:
         p.append("topicRoute CompatS1 printed no route")
     else:
         bds = {b["brokerName"]: b.get("brokerAddrs") for b in r.get("brokerDatas", [])}
-        if bds != {"broker-a": {"0": "broker-a#0"}, "broker-b": {"0": "broker-b#0"}}:
+        if bds != {b: {"0": f"{b}#0"} for b in MASTERS}:
             p.append(f"topicRoute CompatS1 brokers {bds}")
         qds = sorted((d["brokerName"], d["readQueueNums"], d["writeQueueNums"], d["perm"]) for d in r.get("queueDatas", []))
-        if qds != [("broker-a", 4, 4, 6), ("broker-b", 4, 4, 6)]:
+        if qds != [(b, 4, 4, 6) for b in sorted(MASTERS)]:
             p.append(f"topicRoute CompatS1 queues {qds}")
     if q.error_code(outs[-1].output or "") != 17:
         p.append("topicRoute of an unknown topic did not fail with CODE 17")
@@ -245,7 +251,7 @@ S2_COUNT = 1000
 
 
 def s2(A: PhaseA) -> None:
-    peers = [p for p in ("java533", "java497", "go", "go211", "node") if p in cfg().peers]
+    peers = [p for p in ("java540", "java533", "java497", "go", "go211", "node") if p in cfg().peers]
     jobs = []
     topics_by_col: Dict[Tuple[str, str], List[str]] = {}
     for p in peers:
@@ -286,8 +292,8 @@ def s2(A: PhaseA) -> None:
         m = re.search(r"PRODUCE ok=(\d+) failed=(\d+) brokers=(.*)", out)
         if rc != 0 or not m or int(m.group(1)) != S2_COUNT:
             problems.append("producer: " + (m.group(0) if m else f"exit {rc}, no summary"))
-        elif not ("broker-a" in m.group(3) and "broker-b" in m.group(3)):
-            problems.append("producer did not use both brokers: " + m.group(3))
+        elif not all(b in m.group(3) for b in MASTERS):
+            problems.append("producer did not use every broker: " + m.group(3))
         mc = re.search(r"CONSUME distinct=(\d+) total=(\d+)", cout)
         if crc != 0 or not mc or int(mc.group(1)) != S2_COUNT:
             problems.append("consumer: " + (mc.group(0) if mc else f"exit {crc}, no summary"))
@@ -488,7 +494,7 @@ def s4_run(A: PhaseA, v: str, col: str) -> Optional[dict]:
     except OSError as e:
         problems.append(f"kvConfigPath {ns.kv_path} unreadable: {e}")
     # An ordered producer (the client of the same version) uses exactly the queues of the conf.
-    peer = "java533" if v == "5.3.3" else "java497"
+    peer = KIND_OF_VERSION[v]
     rc, out = run_client(peer, ["produce", "--ns", ns.addr, "--topic", otopic, "--count", "80", "--ordered",
                                 "--poll", "1000"], timeout=120)
     evidence.append("---- ordered producer\n" + out[-4000:])
@@ -526,7 +532,7 @@ S5_POLL_MS = 1000
 
 
 def s5(A: PhaseA) -> None:
-    peers = [p for p in ("java533", "java497", "go", "node") if p in cfg().peers]
+    peers = [p for p in ("java540", "java533", "java497", "go", "node") if p in cfg().peers]
     jobs = []  # (peer, column, ns, topic)
     for p in peers:
         oracle = PEERS[p].oracle
@@ -543,7 +549,7 @@ def s5(A: PhaseA) -> None:
         by_ns.setdefault(ns.addr, []).append(t)
     for addr, topics in by_ns.items():
         ns = next(j[2] for j in jobs if j[2].addr == addr)
-        A.create_topics("5.3.3" if ns.version != "4.9.7" else "4.9.7", ns, topics)
+        A.create_topics(admin_version(ns), ns, topics)
     missing = A.wait_routes([j[3] for j in jobs])
     time.sleep(2)
     groups: Dict[str, List[tuple]] = {}
@@ -554,7 +560,7 @@ def s5(A: PhaseA) -> None:
 
 def s5_group(A: PhaseA, jobs: List[tuple], missing: List[str]) -> None:
     ns = jobs[0][2]
-    version = "4.9.7" if ns.version == "4.9.7" else "5.3.3"
+    version = admin_version(ns)
     pulses = {}
     for p, col, _ns, t in jobs:
         pulses[(p, col)] = start_client(p, ["pulse", "--ns", ns.addr, "--topic", t, "--interval", "250",
@@ -569,7 +575,7 @@ def s5_group(A: PhaseA, jobs: List[tuple], missing: List[str]) -> None:
     def all_seen(pred) -> bool:
         return all(pred(lines(pr)) for pr in pulses.values())
 
-    wait_until(lambda: all_seen(lambda ls: {b for t, s, b in ls if s == "OK"} >= {"broker-a", "broker-b"}), 60, 1)
+    wait_until(lambda: all_seen(lambda ls: {b for t, s, b in ls if s == "OK"} >= MASTERS), 60, 1)
     t1 = int(time.time() * 1000)
     wipe = mqadmin(version, [["wipeWritePerm", "-b", "broker-a", "-n", ns.addr]])
     # stopped: 8 consecutive sends (2 s) after the wipe, none of them to broker-a
@@ -598,13 +604,13 @@ def s5_group(A: PhaseA, jobs: List[tuple], missing: List[str]) -> None:
         if not m2 or int(m2.group(1)) < 1:
             problems.append("addWritePerm: " + _first_line(add_out))
         before = {b for t, s, b in ls if t < t1 and s == "OK"}
-        if before != {"broker-a", "broker-b"}:
+        if before != MASTERS:
             problems.append(f"before the wipe the producer wrote to {sorted(before)}")
         window = [(t, s, b) for t, s, b in ls if t1 < t < t2]
-        # after the last broker-a write in the window, the producer kept writing to broker-b
+        # after the last broker-a write in the window, the producer kept writing to the others
         last_a = max([t for t, s, b in window if b == "broker-a"], default=t1)
         tail = [x for x in window if x[0] > last_a]
-        if len([x for x in tail if x[1] == "OK" and x[2] == "broker-b"]) < 8:
+        if len([x for x in tail if x[1] == "OK" and x[2] in MASTERS - {"broker-a"}]) < 8:
             problems.append("the producer did not stop writing to broker-a after wipeWritePerm")
         stop_ms = last_a - t1
         if not any(t > t2 and s == "OK" and b == "broker-a" for t, s, b in ls):
@@ -655,8 +661,8 @@ def s6(A: PhaseA) -> None:
                 problems = problems + [f"differs from Java ({res['java'][0]})"]
             RESULTS.set(6, peer, v, col, FAIL if problems else PASS, "; ".join(problems), ev)
 
-    # -- slaves: the 5.3.3 ones shut down gracefully, the 4.9.7 ones are killed with -9
-    for v, how in (("5.3.3", "graceful shutdown"), ("4.9.7", "kill -9")):
+    # -- slaves: the 5.x ones shut down gracefully, the 4.9.7 ones are killed with -9
+    for v, how in (("5.4.0", "graceful shutdown"), ("5.3.3", "graceful shutdown"), ("4.9.7", "kill -9")):
         if v not in versions_selected():
             continue
         peer = f"slave {v} {how}"
@@ -678,8 +684,8 @@ def s6(A: PhaseA) -> None:
                                 f"{normalize(str(results['java'][2]))}")
             RESULTS.set(6, peer, v, col, FAIL if problems else PASS, "; ".join(problems), ev)
 
-    # -- masters (registered with every NameServer): 5.3.3 graceful, then 4.9.7 kill -9
-    for v, how in (("5.3.3", "graceful shutdown"), ("4.9.7", "kill -9")):
+    # -- masters (registered with every NameServer): 5.4.0 and 5.3.3 graceful, then 4.9.7 kill -9
+    for v, how in (("5.4.0", "graceful shutdown"), ("5.3.3", "graceful shutdown"), ("4.9.7", "kill -9")):
         peer = f"master {v} {how}"
         b = A.masters[v]
         t0 = time.time()

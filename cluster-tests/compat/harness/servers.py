@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional
 
-from common import J17_OPTS, Proc, alloc_port, cfg, log, rmq
+from common import J17_OPTS, KIND_OF_VERSION, VERSION_OF_KIND, Proc, alloc_port, cfg, log, rmq
 
 LOGBACK_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
 <!-- written by the nsrvd compatibility suite: 4.9.x programs refuse to start without it -->
@@ -57,7 +57,7 @@ def normalize(text: str) -> str:
 
 
 class NameServer:
-    kind = ""  # "nsrvd", "java533", "java497"
+    kind = ""  # "nsrvd", "java540", "java533", "java497"
     version = ""  # Java version this one is (or for nsrvd, "nsrvd")
 
     def __init__(self, tag: str, extra: Optional[Mapping[str, object]] = None) -> None:
@@ -140,7 +140,7 @@ def rmq_ping(addr: str, tls: bool = False) -> bool:
 class JavaNameServer(NameServer):
     def __init__(self, version: str, tag: str, extra: Optional[Mapping[str, object]] = None) -> None:
         self.version = version
-        self.kind = "java533" if version == "5.3.3" else "java497"
+        self.kind = KIND_OF_VERSION[version]
         super().__init__(tag, extra)
 
     def classpath(self) -> str:
@@ -175,7 +175,7 @@ class NsrvdServer(NameServer):
 def make_nameserver(kind: str, tag: str, extra: Optional[Mapping[str, object]] = None) -> NameServer:
     if kind == "nsrvd":
         return NsrvdServer(tag, extra)
-    return JavaNameServer("5.3.3" if kind == "java533" else "4.9.7", tag, extra)
+    return JavaNameServer(VERSION_OF_KIND[kind], tag, extra)
 
 
 # --------------------------------------------------------------------------------------------
