@@ -2,6 +2,9 @@
 # Starts the RocketMQ 5 Proxy (5.4.0) in cluster mode: gRPC clients (port 8081) and remoting
 # clients (port 8080) reach the brokers through it; it takes the routes from the NameServers.
 # Environment:
+#   GRPC_PORT, REMOTING_PORT  the ports it listens on (8081, 8080). A gRPC client is sent back
+#                 the host it connected to with the Proxy's own port, so a client outside the
+#                 container network needs the published port to be this same number
 #   NAMESRV_ADDR  "nsrvd1:9876;nsrvd2:9876;nsrvd3:9876": every node, by name (the JVM's DNS
 #                 cache is 1 s, so a node that comes back on a new address is found again)
 #   WAIT_FOR      status listeners to wait on before starting, WAIT_BROKERS the number of
@@ -20,7 +23,7 @@ mkdir -p "$home/conf"
 conf=$home/conf/rmq-proxy.json
 cat >"$conf" <<CONF
 {"rocketMQClusterName": "${CLUSTER_NAME:-DefaultCluster}", "namesrvAddr": "$ns",
- "grpcServerPort": 8081, "remotingListenPort": 8080}
+ "grpcServerPort": ${GRPC_PORT:-8081}, "remotingListenPort": ${REMOTING_PORT:-8080}}
 CONF
 echo "proxy: cluster mode, cluster ${CLUSTER_NAME:-DefaultCluster}, NameServers $ns"
 # shellcheck disable=SC2086
