@@ -33,6 +33,8 @@ from typing import Dict, List, Optional
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "lib"))
 import rmq  # noqa: E402
+import scale  # noqa: E402  (the fleet profiles: many clients, storm, cost in connections)
+import bench_tls  # noqa: E402
 
 SERVER_CPU = "1"
 LOAD_CPU = "0"
@@ -103,7 +105,7 @@ class Server:
                                      stderr=subprocess.STDOUT, env={**os.environ, "HOME": str(workdir)},
                                      start_new_session=True)
         deadline = t0 + 120
-        while not answers(self.port):
+        while not (bench_tls.answers(self.port) if profile.tls else answers(self.port)):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{self.name} did not start (see {workdir / 'server.log'})")
             time.sleep(0.005)
@@ -132,7 +134,7 @@ class Nsrvd(Server):
     def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
         conf = workdir / "nsrvd.properties"
         conf.write_text(f"listenPort={port}\nrocketmqHome={workdir}\nkvConfigPath={workdir}/kv.json\n"
-                        f"configStorePath={workdir}/nsrvd.properties\n")
+                        f"configStorePath={workdir}/nsrvd.properties\n" + bench_tls.nsrvd_props(profile))
         return [str(self.binary), "-c", str(conf)]
 
 
@@ -144,7 +146,8 @@ class Ceiling(Server):
         self.binary = binary
 
     def argv(self, workdir: Path, port: int, profile: "Profile") -> List[str]:
-        return [str(self.binary), "-p", str(port), "--frame-bytes", str(profile.reply_bytes or 512)]
+        return [str(bench_tls.ceiling_binary(self.binary, profile)), "-p", str(port), "--frame-bytes",
+                str(profile.reply_bytes or 512)]
 
 
 class Java(Server):
@@ -160,6 +163,7 @@ class Java(Server):
         heap = profile.java_heap or self.heap
         # The GC log shows whether the heap fits the profile (gc_summary): pauses, full GCs.
         return ["java", "-server", f"-Xms{heap}", f"-Xmx{heap}", f"-Xlog:gc:file={workdir}/gc.log", *J17_OPTS,
+                *bench_tls.java_opts(profile),
                 f"-Duser.home={workdir}",
                 f"-Drocketmq.home.dir={workdir}", "-cp", self.cp, "org.apache.rocketmq.namesrv.NamesrvStartup",
                 "-c", str(conf)]
@@ -189,9 +193,13 @@ class Profile:
     reg_topics: int = 0
     reg_compressed: bool = False
     reply_bytes: int = 0  # nsrvd's mean reply size, for the ceiling
+    fleet: int = 0  # fleet profiles (scale.py): clients, poll period, seconds polled
+    period_ms: int = 0
+    window: int = 0
+    tls: bool = False  # served over TLS only (bench_tls.py)
 
 
-def profiles(smoke: bool, fixed_rate: int) -> List[Profile]:
+def profiles(smoke: bool, fixed_rate: int, fleet_seconds: int = 180) -> List[Profile]:
     s = 10 if smoke else 1  # smoke: a tenth of the data
     ps = [
         Profile("P1", "P1: 10 brokers x 100 topics, 16 conns x 1 in flight", "throughput",
@@ -234,7 +242,7 @@ def profiles(smoke: bool, fixed_rate: int) -> List[Profile]:
                           "16x8", "growth",
                           ["-b", str(nb), "-t", "100", "--ramp", str(10 * nb), "--req-timeout-ms", "120000"],
                           ["-c", "16", "-d", "8", "--brokers", str(nb), "--topics", "100"]))
-    return ps
+    return ps + scale.profiles(Profile, smoke, fleet_seconds) + bench_tls.profiles(Profile, smoke)
 
 
 # ---- running ---------------------------------------------------------------------------------
@@ -279,8 +287,9 @@ class Runner:
                 stats = json.loads(line)
         return stats
 
-    def bench(self, port: int, opts: List[str], seconds: int, warmup: int, server_pid: int = 0) -> dict:
-        argv = ["taskset", "-c", LOAD_CPU, str(self.tools / "nsrv-bench"), "-a", f"127.0.0.1:{port}",
+    def bench(self, port: int, opts: List[str], seconds: int, warmup: int, server_pid: int = 0,
+              tool: str = "nsrv-bench") -> dict:
+        argv = ["taskset", "-c", LOAD_CPU, str(self.tools / tool), "-a", f"127.0.0.1:{port}",
                 "-s", str(seconds + warmup), "-w", str(warmup), *opts]
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # The server's CPU time over the measured window (after the warm-up, to the end of
@@ -297,7 +306,7 @@ class Runner:
             out, err = proc.communicate()
         cpu1 = cpu_seconds(server_pid) if server_pid else 0.0
         if proc.returncode != 0 or not out.strip():
-            raise RuntimeError(f"nsrv-bench failed ({proc.returncode}): {err.strip()[-300:]}")
+            raise RuntimeError(f"{tool} failed ({proc.returncode}): {err.strip()[-300:]}")
         res = json.loads(out.strip().splitlines()[-1])
         if server_pid and res.get("requests"):
             res["cpu_us_per_req"] = round((cpu1 - cpu0) * 1e6 / res["requests"], 3)
@@ -312,8 +321,9 @@ class Runner:
             if p.kind == "startup":
                 return res
             sim = None
+            forwarders: list = []
             if p.sim and srv.name != "ceiling":
-                sim = self.brokersim(srv.port, p.sim, workdir, [], "data")
+                sim = self.brokersim(bench_tls.data_port(srv.port, p, forwarders), p.sim, workdir, [], "data")
                 try:
                     self.wait_ready(sim, workdir, "data", self.a.register_timeout)
                 except Exception:
@@ -331,6 +341,8 @@ class Runner:
                     time.sleep(0.5)
                 res["rss_kib"] = sorted(rss)[len(rss) // 2]
                 res["rss_kib_max"] = max(rss)
+            elif p.kind == "tls-memory":
+                bench_tls.run_memory(self, srv, p, workdir, res, LOAD_CPU)
             elif p.kind == "register":
                 reg = self.brokersim(srv.port, ["-b", "1", "-p", "regbench-", "-t", str(p.reg_topics), "--period",
                                                 "1000"] + (["--compressed"] if p.reg_compressed else []),
@@ -340,12 +352,16 @@ class Runner:
                 res.update(q)
                 res.update({"reg_count": st.get("lat_count", 0), "reg_p50_us": st.get("lat_p50_us", 0),
                             "reg_p99_us": st.get("lat_p99_us", 0), "reg_failed": st.get("reg_failed", 0)})
+            elif p.kind in scale.KINDS:
+                res.update(scale.run(self, srv, p, workdir, warm, cpu_seconds))
             else:
                 res.update(self.bench(srv.port, p.bench, a.seconds, warm,
-                                      srv.proc.pid if p.kind in REPEATED_KINDS else 0))
+                                      srv.proc.pid if p.kind in REPEATED_KINDS else 0, bench_tls.bench_tool(p)))
                 res["rss_kib"] = srv.rss_kib()
             if sim:
                 self.sim_stop(sim, workdir, "data")
+            for fwd in forwarders:
+                fwd.close()
             if isinstance(srv, Java):
                 res["java_heap"] = p.java_heap or srv.heap
                 res.update(gc_summary(workdir / "gc.log"))
@@ -355,7 +371,7 @@ class Runner:
 
 
 # Profiles whose cells --repeat interleaves: the ones whose ratio to the ceiling is a target.
-REPEATED_KINDS = ("throughput", "growth")
+REPEATED_KINDS = ("throughput", "growth", *bench_tls.REPEATED_KINDS)
 
 
 def summarise_runs(rs: List[dict]) -> dict:
@@ -429,6 +445,8 @@ SHOW = {
     "register": ("reg_p50_us", "us", "java-5.3.3"),
     "memory": ("rss_kib", "kib", "java-5.3.3"),
     "startup": ("startup_ms", "ms", "java-5.3.3"),
+    **scale.SHOW,
+    **bench_tls.SHOW,
 }
 
 
@@ -477,6 +495,7 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
                     # The heap it was given, and whether it fitted (GC pauses while registering).
                     extra += (f" (-Xmx{r['java_heap']}: {r.get('gc_pauses', 0)} GC pauses, "
                               f"{r.get('gc_full', 0)} full, {r.get('gc_pause_ms', 0):.0f} ms)")
+                extra += bench_tls.cell_extra(p, r)
                 if p.kind == "register" and not r.get("reg_count"):
                     cells.append(f"failed: all {r['reg_failed']} registrations refused" if r.get("reg_failed")
                                  else "no registration answered in the window")
@@ -495,6 +514,7 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
         elif mine.get(key) and other.get(key):
             ratio = f"{100 * mine[key] / other[key]:.0f} % of {ref}" if unit == "/s" else \
                 f"{mine[key] / other[key]:.3g}× {ref}"
+        ratio += bench_tls.extra_ratio(p, results)
         lines.append(f"| {p.title} | " + " | ".join(cells) + f" | {ratio} |")
         for s in servers:
             r = results.get(p.key, {}).get(s.name) or {}
@@ -507,6 +527,7 @@ def write_tables(out: Path, servers: List[Server], ps: List[Profile], results: D
     unavailable = [f"- {s.name}: {s.why_not}" for s in servers if s.why_not]
     if unavailable:
         lines += ["", "Not measured:"] + unavailable
+    lines += scale.summary(ps, servers, results)
     (out / "results.md").write_text("\n".join(lines) + "\n")
     with open(out / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -541,6 +562,8 @@ def main() -> int:
                     help="the servers measured in every round; the others only in the first")
     ap.add_argument("--nsrvd-base", default="", help="another nsrvd binary, measured as server nsrvd-base in the same "
                     "rounds: before/after comparisons in one run")
+    ap.add_argument("--fleet-seconds", type=int, default=180,
+                    help="CLIENTS: seconds the 18,000 clients poll after all are connected")
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--tsv", default="", help="smoke: one passed/failed line per cell")
     a = ap.parse_args()
@@ -569,7 +592,7 @@ def main() -> int:
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {cpu_model()}, Linux {platform.release()}",
             "load_before": load_average(), "seconds": a.seconds, "warmup": a.warmup}
     results: Dict[str, Dict[str, dict]] = {}
-    ps = profiles(a.smoke, a.fixed_rate or 20000)
+    ps = profiles(a.smoke, a.fixed_rate or 20000, a.fleet_seconds)
     only = set(a.only.split(",")) - {""}
     ps = [p for p in ps if not only or p.key in only]
     heaps = dict(kv.split("=", 1) for kv in a.java_heap.split(",") if kv)
@@ -596,7 +619,7 @@ def main() -> int:
                     continue  # measured once: its ratio is not the one the noise hides
                 if a.smoke and s.name in ("java-5.3.3", "rocketmq-rust") and p.key != "P1":
                     continue  # the smoke only checks that they run: it stays short
-                if s.name == "ceiling" and p.kind not in ("throughput", "growth", "startup"):
+                if s.name == "ceiling" and p.kind not in ("throughput", "growth", "startup", *bench_tls.CEILING_KINDS):
                     continue  # canned replies say nothing about registrations or memory
                 if s.name == "ceiling":
                     p.reply_bytes = int(next((r["reply_bytes"] for r in runs.get("nsrvd", []) if r.get("reply_bytes")),

@@ -35,7 +35,8 @@ while [ $# -gt 0 ]; do
 done
 
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNSRV_FUZZ=OFF -DNSRV_SANITIZE= >/dev/null
-nice cmake --build "$build" -j"${NSRV_JOBS:-2}" --target nsrvd nsrv-bench nsrv-brokersim nsrv-ceiling >/dev/null
+nice cmake --build "$build" -j"${NSRV_JOBS:-2}" --target nsrvd nsrv-bench nsrv-brokersim nsrv-ceiling nsrv-fleet \
+  nsrv-tls-bench nsrv-tls-ceiling >/dev/null
 
 java_cp=$cache/5.3.3/namesrv.cp
 if [ "$java" = 1 ] && [ ! -f "$java_cp" ]; then

@@ -8,12 +8,15 @@
 #   <cache>/<v>/java-client/                CompatClient + AdminBatch built against rocketmq-client <v>
 #   <cache>/go/compat-go-v212, -v211        the Go program against rocketmq-client-go v2.1.2 / v2.1.1
 #   <cache>/node/                           the ali-ons program and its node_modules (npm ci)
+#   <cache>/proxy540/{proxy,broker,namesrv}.cp  the RocketMQ 5.4.0 Proxy, the 5.4.0 broker behind
+#                                           it and the 5.4.0 Java NameServer (its oracle)
+#   <cache>/proxy540/grpc-client/           GrpcClient built against rocketmq-client-java (gRPC)
 #
-# Usage: prepare-peers.sh [java533,java497,go,go211,node]   (default: all)
+# Usage: prepare-peers.sh [java533,java497,go,go211,node,proxy540]   (default: all)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${NSRVD_COMPAT_CACHE:-$HOME/.cache/nsrvd-peers}
-want=${1:-java533,java497,go,go211,node}
+want=${1:-java533,java497,go,go211,node,proxy540}
 mkdir -p "$cache"
 mvn_q=(mvn -q -B)
 [ -n "${COMPAT_MAVEN_OFFLINE:-}" ] && mvn_q+=(-o)
@@ -84,4 +87,5 @@ if [[ ",$want," == *",node,"* ]]; then
     echo "$s" >"$cache/node.stamp"
   fi
 fi
+[[ ",$want," == *",proxy540,"* ]] && . "$here/prepare-proxy.sh"
 echo "peers ready in $cache"

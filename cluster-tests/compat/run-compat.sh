@@ -6,8 +6,8 @@
 # same version, and prints a table scenario x peer x {nsrvd, Java NameServer}, then
 # "N passed, M failed". Exit status 0 only if nothing failed.
 #
-# Usage: run-compat.sh [--peers java533,java497,go,go211,node] [--targets nsrvd,java]
-#                      [--nsrvd PATH] [--workers N] [SCENARIO ...]      (scenarios 1-10; default all)
+# Usage: run-compat.sh [--peers java533,java497,go,go211,node,proxy540] [--targets nsrvd,java]
+#                      [--nsrvd PATH] [--workers N] [SCENARIO ...]      (scenarios 1-11; default all)
 # Environment: NSRVD_BIN (nsrvd binary; default build/src/nsrvd, then build-test/src/nsrvd),
 #   NSRVD_COMPAT_CACHE (peer cache, default ~/.cache/nsrvd-peers), COMPAT_LOG_DIR (logs and
 #   evidence, default /tmp/nsrvd-compat-<time>), COMPAT_TIMEOUT (whole run, default 3000 s).
@@ -17,7 +17,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 
-peers=java533,java497,go,go211,node
+peers=java533,java497,go,go211,node,proxy540
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case "${args[$i]}" in
@@ -32,7 +32,8 @@ for tool in java mvn python3; do
   command -v "$tool" >/dev/null || fail_setup "$tool not found"
 done
 [[ ",$peers," == *",go"* ]] && { command -v go >/dev/null || fail_setup "go not found"; }
-[[ ",$peers," == *",node,"* ]] && { command -v npm >/dev/null || fail_setup "npm not found"; }
+[[ ",$peers," == *",node,"* || ",$peers," == *",proxy540,"* ]] && \
+  { command -v npm >/dev/null || fail_setup "npm not found"; }
 
 nsrvd=${NSRVD_BIN:-}
 if [ -z "$nsrvd" ]; then

@@ -15,6 +15,7 @@
  * mode trust any certificate. It is made once and kept across reloads.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -31,6 +32,7 @@
 #include "nsrv/fileio.h"
 #include "nsrv/properties.h"
 #include "nsrv/tls.h"
+#include "tls_tickets.h"
 
 /* A tls.properties file is a few lines; the cap stops a wrong path being slurped. */
 #define TLS_FILE_MAX_BYTES (1u << 20)
@@ -42,6 +44,7 @@ typedef struct {
     bool test_mode;
     bool auth_client;
     nsrv_tls_auth_t need_client_auth;
+    uint32_t ticket_seconds; /* 0: no session tickets */
     char *cert_path, *key_path, *key_password, *trust_path;
 } settings_t;
 
@@ -73,6 +76,7 @@ static void settings_from_config(settings_t *s, const nsrv_config_t *cfg) {
     s->test_mode = cfg->tls_test_mode_enable;
     s->auth_client = cfg->tls_server_auth_client;
     s->need_client_auth = (nsrv_tls_auth_t)nsrv_tls_auth_parse(cfg->tls_server_need_client_auth);
+    s->ticket_seconds = (uint32_t)cfg->tls_session_ticket_seconds;
     set_str(&s->cert_path, cfg->tls_server_cert_path);
     set_str(&s->key_path, cfg->tls_server_key_path);
     set_str(&s->key_password, cfg->tls_server_key_password);
@@ -307,22 +311,29 @@ static SSL_CTX *build(nsrv_tls_ctx_t *t, const settings_t *s, char *err, size_t 
     /* Renegotiation only costs handshakes; idle connections drop their record buffers. */
     SSL_CTX_set_options(ssl, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ssl, SSL_MODE_RELEASE_BUFFERS);
-    /* No session resumption: a RocketMQ connection lives long, and tickets would outlive a
-     * certificate reload. */
-    SSL_CTX_set_session_cache_mode(ssl, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_num_tickets(ssl, 0);
+    /* Tickets are sealed by keys of this context only: a reload invalidates them all, so a
+     * resumption never skips the checks of a newer certificate or trust store. */
+    if (nsrv__tickets_setup(ssl, s->ticket_seconds) != 0) {
+        ssl_error(err, errlen, "cannot make the session ticket keys", "tlsSessionTicketSeconds");
+        SSL_CTX_free(ssl);
+        return NULL;
+    }
     if (load_identity(t, ssl, s, err, errlen) != 0 || setup_client_auth(ssl, s, err, errlen) != 0) {
         SSL_CTX_free(ssl);
         return NULL;
     }
+    char tickets[48] = "off";
+    if (s->ticket_seconds)
+        snprintf(tickets, sizeof tickets, "TLS 1.3, %" PRIu32 " s", s->ticket_seconds);
     snprintf(t->describe, sizeof t->describe,
-             "tls.server.mode=%s, certificate %s, client certificate %s%s",
+             "tls.server.mode=%s, certificate %s, client certificate %s%s, session tickets %s",
              s->mode == NSRV_TLS_ENFORCING ? "enforcing" : "permissive",
              s->cert_path[0] ? s->cert_path : "self-signed (test mode)",
              auth_name(s->need_client_auth),
              s->need_client_auth == NSRV_TLS_AUTH_NONE ? ""
              : s->auth_client                          ? " (verified)"
-                                                       : " (any accepted: authClient=false)");
+                                                       : " (any accepted: authClient=false)",
+             tickets);
     return ssl;
 }
 

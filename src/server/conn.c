@@ -37,6 +37,7 @@ static void close_cb(uv_handle_t *h) {
     nsrv_conn_t *c = (nsrv_conn_t *)h;
     nsrv_server_t *srv = c->srv;
     NSRV_DLIST_UNLINK(srv->conns, c, prev, next);
+    nsrv__conn_lists_remove(c);
     srv->n_conns--;
     nsrv__ce_free(&c->eng);
     nsrv_free(c);
@@ -96,8 +97,10 @@ static void apply_actions(nsrv_conn_t *c, unsigned act) {
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
     else if (act & NSRV_CE_ACT_READ_OFF)
         uv_read_stop((uv_stream_t *)&c->tcp);
-    if (act & NSRV_CE_ACT_YIELD)
+    if (act & NSRV_CE_ACT_YIELD) {
+        nsrv__conn_yield_list(c);
         uv_idle_start(&c->srv->resume, nsrv__conn_resume_cb);
+    }
     if (act & NSRV_CE_ACT_FINISH)
         nsrv__conn_maybe_finish(c);
 }
@@ -173,6 +176,7 @@ static void conn_send_iov(nsrv_conn_t *c, const uv_buf_t *iov, unsigned n_iov, s
         return;
     }
     nsrv__ce_queued(&c->eng, rest);
+    nsrv__conn_out_list(c);
     nsrv__conn_output_queued(c, rest);
 }
 
@@ -353,6 +357,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     nsrv_server_t *srv = c->srv;
     srv->read_ns = nsrv_now_mono_ns();
     nsrv__ce_heard(&c->eng, nsrv_mono_ns_to_ms(srv->read_ns));
+    nsrv__conn_heard(c, nsrv_mono_ns_to_ms(srv->read_ns));
     srv->reqm.bytes_in += (uint64_t)nread;
     if (!c->saw_first_byte) {
         c->saw_first_byte = true;
@@ -401,6 +406,7 @@ void nsrv__conn_accept(nsrv_server_t *srv) {
     if (srv->conns)
         srv->conns->prev = c;
     srv->conns = c;
+    nsrv__conn_lists_add(c, nsrv_now_mono_ms());
     srv->n_conns++;
     HASH_ADD(hh, srv->conn_by_id, id, sizeof c->id, c);
     uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb); /* the engine starts reading */
@@ -442,9 +448,16 @@ void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id) {
 void nsrv__conn_resume_cb(uv_idle_t *h) {
     nsrv_server_t *srv = h->data;
     uv_idle_stop(h);
-    for (nsrv_conn_t *c = srv->conns; c; c = c->next)
+    /* Taken whole: a batch that yields again joins the list anew, for the next turn. No
+     * connection is freed during the walk (uv_close's callback runs later). */
+    nsrv_conn_t *list = srv->yield_list;
+    srv->yield_list = NULL;
+    for (nsrv_conn_t *c = list, *next; c; c = next) {
+        next = c->yield_next;
+        c->yield_listed = false;
         if (c->eng.yielded && !c->closing)
             apply(c, nsrv__ce_resume(&c->eng, nsrv_now_mono_ns()));
+    }
 }
 
 nsrv_reply_slot_t *nsrv__conn_reply_reserve(nsrv_server_t *srv, uint64_t conn_id) {

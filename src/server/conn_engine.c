@@ -114,8 +114,9 @@ void nsrv__ce_free(nsrv_ce_t *e) {
 static void tls_flush_output(nsrv_ce_t *e) {
     const char *p = NULL;
     size_t n = e->crypto->session_output(e->tls, &p);
-    if (n > 0)
-        nsrv__ce_send_raw(e->host->ud, e, p, n);
+    if (n == 0)
+        return; /* most reads produce nothing to send: no BIO calls to empty an empty BIO */
+    nsrv__ce_send_raw(e->host->ud, e, p, n);
     e->crypto->session_output_clear(e->tls);
 }
 

@@ -9,8 +9,11 @@
  *    queued replies drained by the peer, so a peer that stopped reading is idle
  *    too, however much it still has queued: it is reset (RST), so the kernel
  *    drops the unsent bytes as well instead of keeping them for an orphan.
- *  - maxConnections: past it a new connection is accepted and closed at once
+ *  - The connection limit (maxConnections, and what RLIMIT_NOFILE allows:
+ *    conn_limit.c): past it a new connection is accepted and closed at once
  *    (accepting keeps the kernel backlog from filling and stalling the listener).
+ *    An accept that fails all the same (descriptors used elsewhere) is counted
+ *    and logged as such; libuv closes the waiting clients itself then.
  *  - totalOutputLimitBytes: when the replies queued across all connections pass
  *    it, the connection holding the most is reset, until under it. The one
  *    holding the most is the one least likely to be reading (each connection
@@ -42,8 +45,25 @@ static void free_cb(uv_handle_t *h) {
     nsrv_free(h);
 }
 
+static void log_refused(nsrv_server_t *srv, size_t limit) {
+    int max = srv->cfg->max_connections;
+    if (max > 0 && (size_t)max == limit)
+        nsrv_log_warn("SERVER",
+                      "maxConnections=%d reached: %" PRIu64 " new connection(s) refused "
+                      "(%" PRIu64 " in all)",
+                      max, srv->refused_since_log, srv->conns_refused_total);
+    else
+        nsrv_log_warn("SERVER",
+                      "connection limit %zu reached (RLIMIT_NOFILE %" PRIu64 " less %" PRIu64
+                      " reserved): %" PRIu64 " new connection(s) refused (%" PRIu64 " in all)",
+                      limit, srv->fd_limit, nsrv__fd_reserve(srv->fd_limit), srv->refused_since_log,
+                      srv->conns_refused_total);
+    srv->refused_since_log = 0;
+}
+
 void nsrv__conn_accept_or_refuse(nsrv_server_t *srv) {
-    if (srv->n_conns < (size_t)srv->cfg->max_connections) {
+    size_t limit = nsrv__conn_limit(srv);
+    if (srv->n_conns < limit) {
         nsrv__conn_accept(srv);
         return;
     }
@@ -52,16 +72,20 @@ void nsrv__conn_accept_or_refuse(nsrv_server_t *srv) {
     if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)t) == 0) {
         srv->conns_refused_total++;
         srv->refused_since_log++;
-        if (log_due(&srv->refused_logged_ms, nsrv_now_mono_ms())) {
-            nsrv_log_warn("SERVER",
-                          "maxConnections=%d reached: %" PRIu64 " new connection(s) refused "
-                          "(%" PRIu64 " in all)",
-                          srv->cfg->max_connections, srv->refused_since_log,
-                          srv->conns_refused_total);
-            srv->refused_since_log = 0;
-        }
+        if (log_due(&srv->refused_logged_ms, nsrv_now_mono_ms()))
+            log_refused(srv, limit);
     }
     uv_close((uv_handle_t *)t, free_cb);
+}
+
+void nsrv__conn_accept_failed(nsrv_server_t *srv, int status) {
+    srv->accept_failed_total++;
+    srv->accept_failed_since_log++;
+    if (!log_due(&srv->accept_failed_logged_ms, nsrv_now_mono_ms()))
+        return;
+    nsrv_log_warn("SERVER", "accept failed: %s: %" PRIu64 " time(s) (%" PRIu64 " in all)",
+                  uv_strerror(status), srv->accept_failed_since_log, srv->accept_failed_total);
+    srv->accept_failed_since_log = 0;
 }
 
 /* Freed reply buffers and decoded big frames leave holes in the allocator's heaps; a
@@ -74,28 +98,42 @@ static void give_back_freed_memory(nsrv_server_t *srv) {
     nsrv__heap_give_back();
 }
 
+static void idle_tick(nsrv_server_t *srv, nsrv_conn_t *c, uint64_t now_ms, uint64_t idle_ms) {
+    srv->idle_sweep_visits_total++;
+    unsigned act = nsrv__ce_tick(&c->eng, now_ms, idle_ms,
+                                 uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
+    if (!(act & NSRV_CE_ACT_CLOSE))
+        return;
+    if (act & NSRV_CE_ACT_STALLED) {
+        srv->conns_stalled_total++;
+        nsrv_log_notice(
+            "SERVER", "connection '%s' drained none of its %zu queued reply bytes in %d s", c->peer,
+            c->eng.out_pending, srv->cfg->server_channel_max_idle_time_seconds);
+        c->reset_on_close = true;
+        srv->trim_due = true;
+    }
+    nsrv__conn_close(c, c->eng.close_why);
+}
+
 void nsrv__conn_idle_sweep(nsrv_server_t *srv, uint64_t now_ms) {
     give_back_freed_memory(srv); /* what the closes of the last sweep released */
     uint64_t idle_ms = (uint64_t)srv->cfg->server_channel_max_idle_time_seconds * 1000u;
     if (idle_ms == 0)
         return;
-    for (nsrv_conn_t *c = srv->conns, *next; c; c = next) {
-        next = c->next;
-        if (c->closing)
-            continue;
-        unsigned act = nsrv__ce_tick(&c->eng, now_ms, idle_ms,
-                                     uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp));
-        if (!(act & NSRV_CE_ACT_CLOSE))
-            continue;
-        if (act & NSRV_CE_ACT_STALLED) {
-            srv->conns_stalled_total++;
-            nsrv_log_notice(
-                "SERVER", "connection '%s' drained none of its %zu queued reply bytes in %d s",
-                c->peer, c->eng.out_pending, srv->cfg->server_channel_max_idle_time_seconds);
-            c->reset_on_close = true;
-            srv->trim_due = true;
-        }
-        nsrv__conn_close(c, c->eng.close_why);
+    /* Replies queued in the socket: their drain is watched every tick. */
+    for (nsrv_conn_t *c = srv->out_list, *next; c; c = next) {
+        next = c->out_next;
+        if (!c->closing)
+            idle_tick(srv, c, now_ms, idle_ms);
+        if (c->closing || (c->eng.out_pending == 0 &&
+                           uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0))
+            nsrv__conn_out_unlist(c);
+    }
+    /* Only a connection not read for the idle time can be idle (conn_lists.c). */
+    for (nsrv_conn_t *c = srv->heard_head, *next; c && now_ms - c->heard_ms >= idle_ms; c = next) {
+        next = c->heard_next;
+        if (!c->closing)
+            idle_tick(srv, c, now_ms, idle_ms);
     }
 }
 

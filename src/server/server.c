@@ -51,7 +51,7 @@ static void idle_cb(uv_timer_t *t) {
 static void listener_cb(uv_stream_t *s, int status) {
     nsrv_server_t *srv = s->data;
     if (status < 0) {
-        nsrv_log_warn("SERVER", "accept failed: %s", uv_strerror(status));
+        nsrv__conn_accept_failed(srv, status);
         return;
     }
     if (srv->shutting_down)
@@ -397,6 +397,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     nsrv__out_init(&srv->out);
     nsrv__conn_host_init(srv);
     uv_loop_init(&srv->loop);
+    nsrv__conn_limit_init(srv);
 
     srv->kv = nsrv_kv_create(cfg->kv_config_path);
     char err[256] = "";

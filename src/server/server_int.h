@@ -55,6 +55,14 @@ typedef struct nsrv_conn {
     struct nsrv_offload_job *job;
     struct nsrv_conn *prev, *next; /* server's connection list */
     UT_hash_handle hh;             /* by id */
+    /* The lists that keep the once-a-second idle sweep and the resume of yielded batches
+     * from visiting every connection (conn_lists.c): by last read, oldest first; with
+     * replies queued in the socket; with a yielded batch. */
+    struct nsrv_conn *heard_prev, *heard_next;
+    uint64_t heard_ms;
+    struct nsrv_conn *out_prev, *out_next;
+    struct nsrv_conn *yield_prev, *yield_next;
+    bool out_listed, yield_listed;
 } nsrv_conn_t;
 
 struct nsrv_server {
@@ -72,7 +80,9 @@ struct nsrv_server {
     uv_timer_t idle_grace_timer; /* shutdown: when connections with no request since are closed */
     uv_timer_t ready_timer;      /* until the readiness rule holds: then READY=1 */
     uv_idle_t deferred;
-    uv_idle_t resume; /* continues connections that yielded their batch */
+    uv_idle_t resume;                     /* continues connections that yielded their batch */
+    nsrv_conn_t *heard_head, *heard_tail; /* conn_lists.c */
+    nsrv_conn_t *out_list, *yield_list;
     /* Durable writes off the loop (durable.c). */
     nsrv_writer_t *writer;
     nsrv_wfile_t *kv_wfile;     /* NULL: no kvConfigPath */
@@ -103,9 +113,14 @@ struct nsrv_server {
     uint64_t route_fast_total; /* of those, route queries the fast path answered */
     nsrv_req_metrics_t reqm;   /* per request code, latency, bytes (metrics.c) */
     /* Connection hygiene (conn_hygiene.c). */
-    size_t out_queued_bytes;      /* reply bytes queued across all open connections */
-    size_t in_buffered_bytes;     /* partial-request buffer bytes across all open connections */
-    uint64_t conns_refused_total; /* accepted and closed at maxConnections */
+    size_t out_queued_bytes;          /* reply bytes queued across all open connections */
+    size_t in_buffered_bytes;         /* partial-request buffer bytes across all open connections */
+    uint64_t conns_refused_total;     /* accepted and closed at the connection limit */
+    uint64_t fd_limit;                /* RLIMIT_NOFILE after start-up's raise; 0: unlimited */
+    size_t fd_conn_cap;               /* connections the descriptors allow (conn_limit.c) */
+    uint64_t accept_failed_total;     /* accepts that failed (EMFILE, ENFILE, ENOMEM, ...) */
+    uint64_t idle_sweep_visits_total; /* connections the idle sweep examined */
+    uint64_t accept_failed_logged_ms, accept_failed_since_log;
     uint64_t conns_stalled_total; /* closed: queued replies not drained for the idle time */
     uint64_t output_shed_total;   /* closed: held the most output past totalOutputLimitBytes */
     uint64_t input_shed_total;    /* closed: held the most input past totalInputLimitBytes */
@@ -215,7 +230,25 @@ int nsrv__data_locks_take(nsrv_server_t *srv);
 void nsrv__data_locks_release(nsrv_server_t *srv);
 
 /* conn_hygiene.c */
-/* Listener callback: accepts one connection, or accepts and closes it at maxConnections. */
+/* The connection lists of conn_lists.c: a connection joins the read-order list at accept
+ * and moves to its end at each read; the output list when replies wait in the socket; the
+ * yield list when its batch yields. close_cb leaves all three. */
+void nsrv__conn_lists_add(nsrv_conn_t *c, uint64_t now_ms);
+void nsrv__conn_heard(nsrv_conn_t *c, uint64_t now_ms);
+void nsrv__conn_out_list(nsrv_conn_t *c);
+void nsrv__conn_out_unlist(nsrv_conn_t *c);
+void nsrv__conn_yield_list(nsrv_conn_t *c);
+void nsrv__conn_lists_remove(nsrv_conn_t *c);
+
+/* The connection limit (conn_limit.c): the smaller of maxConnections (0: none of its own) and
+ * what RLIMIT_NOFILE allows after a reserve for files and peers; init raises the soft limit. */
+uint64_t nsrv__fd_reserve(uint64_t fd_limit);
+uint64_t nsrv__conns_for_fds(uint64_t fd_limit);
+void nsrv__conn_limit_init(nsrv_server_t *srv);
+size_t nsrv__conn_limit(const nsrv_server_t *srv);
+/* A failed accept: counted, logged at most every 10 s with the count since the last line. */
+void nsrv__conn_accept_failed(nsrv_server_t *srv, int status);
+/* Listener callback: accepts one connection, or accepts and closes it at the connection limit. */
 void nsrv__conn_accept_or_refuse(nsrv_server_t *srv);
 /* Closes connections that made no progress (no byte read, no reply byte drained) for
  * serverChannelMaxIdleTimeSeconds; called every second. */

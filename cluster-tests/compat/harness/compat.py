@@ -20,7 +20,7 @@ from pathlib import Path
 import common
 from common import COUNTED_FAIL, COUNTED_PASS, FAIL, PASS, RESULTS, SKIP, XFAIL, XPASS, Config, cleanup, install_signal_handlers, log
 
-ALL_PEERS = ["java533", "java497", "go", "go211", "node"]
+ALL_PEERS = ["java533", "java497", "go", "go211", "node", "proxy540"]
 SCENARIO_TITLES = {
     1: "broker registration; mqadmin clusterList/topicList/topicRoute",
     2: "1000 messages produced and consumed",
@@ -32,12 +32,13 @@ SCENARIO_TITLES = {
     8: "differential replay",
     9: "who may change the cluster: ACL-signed mqadmin (nsrvd only)",
     10: "TLS (enforcing NameServer, -Dtls.enable=true peers)",
+    11: "Proxy 5.4.0 in cluster mode with gRPC clients",
 }
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all, 1-10)")
+    ap.add_argument("scenarios", nargs="*", type=int, help="scenario numbers (default: all, 1-11)")
     ap.add_argument("--peers", default=",".join(ALL_PEERS),
                     help="comma list of " + ",".join(ALL_PEERS) + " (java533/java497 also select the "
                          "mqadmin and broker rows of that version)")
@@ -51,7 +52,7 @@ def parse_args(argv):
 
 def main(argv) -> int:
     a = parse_args(argv)
-    scenarios = sorted(set(a.scenarios)) or list(range(1, 11))
+    scenarios = sorted(set(a.scenarios)) or list(range(1, 12))
     logdir = Path(a.logdir) if a.logdir else Path(f"/tmp/nsrvd-compat-{time.strftime('%Y%m%d-%H%M%S')}")
     logdir.mkdir(parents=True, exist_ok=True)
     nsrvd = Path(a.nsrvd) if a.nsrvd else None
@@ -158,6 +159,10 @@ def run_phases(scenarios) -> None:
         import phase_tls
 
         guarded(10, phase_tls.s10)
+    if 11 in scenarios and "proxy540" in common.cfg().peers:
+        import phase_proxy
+
+        guarded(11, phase_proxy.s11)
 
 
 ROW_ORDER = ["mqadmin 5.3.3", "mqadmin 4.9.7", "Java client 5.3.3", "Java client 4.9.7", "Go client v2.1.2",

@@ -143,13 +143,16 @@ class JavaNameServer(NameServer):
         self.kind = "java533" if version == "5.3.3" else "java497"
         super().__init__(tag, extra)
 
+    def classpath(self) -> str:
+        return cfg().cp(self.version, "namesrv")
+
     def start(self) -> "JavaNameServer":
         write_properties(self.conf_path, self.props())
         run = self.workdir / "run"
         run.mkdir(exist_ok=True)
         args = ["java", "-server", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", *J17_OPTS, *self.jvm,
                 f"-Duser.home={run}", f"-Drocketmq.home.dir={rocketmq_home(self.version)}",
-                "-cp", cfg().cp(self.version, "namesrv"), "org.apache.rocketmq.namesrv.NamesrvStartup",
+                "-cp", self.classpath(), "org.apache.rocketmq.namesrv.NamesrvStartup",
                 "-c", str(self.conf_path)]
         self.proc = Proc(f"namesrv-{self.version}-{self.tag}", args, self.workdir / "stdout.log")
         return self
@@ -253,6 +256,9 @@ class Broker:
         c.update(self.extra)
         return c
 
+    def classpath(self) -> str:
+        return cfg().cp(self.version, "broker")
+
     def start(self) -> "Broker":
         conf_path = self.workdir / "broker.conf"
         write_properties(conf_path, self.conf())
@@ -266,7 +272,7 @@ class Broker:
                 "-XX:MaxDirectMemorySize=512m", "-XX:+UseG1GC", "-XX:ParallelGCThreads=2",
                 "-XX:ConcGCThreads=1", "-XX:CICompilerCount=2", *J17_OPTS, *self.jvm,
                 f"-Duser.home={run}", f"-Drocketmq.home.dir={rocketmq_home(self.version)}",
-                "-cp", cfg().cp(self.version, "broker"), "org.apache.rocketmq.broker.BrokerStartup",
+                "-cp", self.classpath(), "org.apache.rocketmq.broker.BrokerStartup",
                 "-c", str(conf_path)]
         self.proc = Proc(f"broker-{self.tag}", args, self.workdir / "stdout.log")
         return self

@@ -85,7 +85,7 @@ static char *expected_default_body(bool with_home) {
     lines[n++] = "logLevel=notice";
     lines[n++] = "maxFrameLength=16777216";
     lines[n++] = "connOutputLimitBytes=4194304";
-    lines[n++] = "maxConnections=10000";
+    lines[n++] = "maxConnections=0";
     lines[n++] = "totalOutputLimitBytes=536870912";
     lines[n++] = "totalInputLimitBytes=536870912";
     lines[n++] = "registerMaxTopics=200000";
@@ -116,7 +116,8 @@ static char *expected_default_body(bool with_home) {
                                              "tls.server.keyPath=",
                                              "tls.server.need.client.auth=none",
                                              "tls.server.authClient=false",
-                                             "tls.server.trustCertPath="};
+                                             "tls.server.trustCertPath=",
+                                             "tlsSessionTicketSeconds=86400"};
     for (size_t i = 0; i < NSRV_ARRAY_LEN(nsrvd_keys); i++)
         lines[n++] = (char *)nsrvd_keys[i];
     /* Who may change the cluster (src/acl/): everything open by default. */
@@ -214,9 +215,9 @@ static void test_key_table(void **state) {
     /* 40 Java keys (proto/requests.md §2.19) + logLevel, maxFrameLength, connOutputLimitBytes,
      * maxConnections, totalOutputLimitBytes, totalInputLimitBytes, registerMaxTopics,
      * registerMaxDecodedBytes, bigFrameWorkerBytes, 2 status keys, 3 address-service keys, 13
-     * gossip keys, 9 TLS keys and 5 access keys. */
-    assert_int_equal(nsrv_config_key_count(), 81);
-    assert_null(nsrv_config_key_name(81));
+     * gossip keys, 10 TLS keys and 5 access keys. */
+    assert_int_equal(nsrv_config_key_count(), 82);
+    assert_null(nsrv_config_key_name(82));
     assert_int_equal(nsrv_config_key_flags("tls.server.keyPassword"),
                      NSRV_CONFIG_NOUPDATE | NSRV_CONFIG_SECRET | NSRV_CONFIG_RELOAD_TLS);
     assert_int_equal(nsrv_config_key_flags("adminAllowList"),
