@@ -12,7 +12,7 @@
 #   CLUSTER_NAME  the brokers' cluster (DefaultCluster)
 #   PROXY_JAVA_OPTS extra JVM options
 # Prints "rocketmq-proxy startup successfully" once both ports listen; its own log is
-# /home/rocketmq/logs/rocketmqlogs/proxy.log in the container.
+# ~rocketmq/logs/rocketmqlogs/proxy.log in the container.
 set -eu
 [ -n "${WAIT_FOR:-}" ] && wait-ready -b "${WAIT_BROKERS:-1}" $WAIT_FOR
 [ -n "${NAMESRV_ADDR:-}" ] || { echo "proxy-entrypoint: NAMESRV_ADDR is required" >&2; exit 2; }
