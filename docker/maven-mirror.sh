@@ -22,14 +22,23 @@ case "${1:-}" in
     v=5.3.3
     dep=org.apache.maven.plugins:maven-dependency-plugin:3.6.0
     # resolved once per change of the inputs (Maven takes a minute even with nothing to fetch)
+    v5=5.4.0 # the Proxy and mqadmin of the RocketMQ 5 path (rocketmq/Dockerfile, PROXY_VERSION)
     stamp=$( (cat "$root/cluster-tests/compat/peers/pom.xml" "$root/cluster-tests/compat/java/pom.xml" \
-      "$root"/cluster-tests/compat/java/src/main/java/nsrvd/compat/*.java; echo $v) | sha256sum | cut -c1-16)
+      "$root"/cluster-tests/compat/java/src/main/java/nsrvd/compat/*.java "$root/docker/rocketmq/grpc/pom.xml" \
+      "$root"/docker/rocketmq/grpc/src/main/java/nsrvd/demo/*.java; echo $v $v5) | sha256sum | cut -c1-16)
     if [ "$(cat "$repo.stamp" 2>/dev/null)" != "$stamp" ]; then
       mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/peers/pom.xml" -Drmq.role=broker \
         -Drmq.version=$v $dep:copy-dependencies -DoutputDirectory="$root/build/docker-m2-out/broker" >&2
       mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/java/pom.xml" -Drmq.client.version=$v \
         -Dcompat.out="$root/build/docker-m2-out/client" package $dep:copy-dependencies \
         -DoutputDirectory="$root/build/docker-m2-out/client/lib" >&2
+      for role in proxy tools; do
+        mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$repo" -f "$root/cluster-tests/compat/peers/pom.xml" -Drmq.role=$role \
+          -Drmq.version=$v5 $dep:copy-dependencies -DoutputDirectory="$root/build/docker-m2-out/$role" >&2
+      done
+      mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$repo" -f "$root/docker/rocketmq/grpc/pom.xml" \
+        -Dgrpc.out="$root/build/docker-m2-out/grpc" package $dep:copy-dependencies \
+        -DoutputDirectory="$root/build/docker-m2-out/grpc/lib" >&2
       echo "$stamp" > "$repo.stamp"
     fi
     # A remote repository answers version ranges ([1.53.0] in grpc's poms) from

@@ -4,9 +4,12 @@
 #   1. both real brokers (broker-a master and slave) are `direct` on all three nodes
 #      (nsrvd status --json on each node's status port): the time from `up` is printed;
 #   2. messages move: the producer has messages acknowledged and the consumer receives them;
-#   3. gossip: 20 simulated brokers registered with node 1 only are routed by nodes 2 and 3;
-#   4. Prometheus (127.0.0.1:29090) scrapes every node: its targets API says "up" for each;
-#   5. the alert rules pass their unit test (promtool, when installed).
+#   3. the RocketMQ 5 path: the gRPC producer's first N messages (DOCKER_SMOKE_GRPC_N, 100)
+#      acknowledged through the Proxy, and every one of them received by the gRPC
+#      SimpleConsumer through the Proxy (the Proxy takes its routes from the nodes);
+#   4. gossip: 20 simulated brokers registered with node 1 only are routed by nodes 2 and 3;
+#   5. Prometheus (127.0.0.1:29090) scrapes every node: its targets API says "up" for each;
+#   6. the alert rules pass their unit test (promtool, when installed).
 # Uses `docker compose` when a Docker engine answers, else podman-compose (docker/README.md has
 # the podman set-up for hosts without Docker). The images are built one at a time first; the
 # first build that fails ends the smoke at once with the engine's error (docker/compose-lib.sh).
@@ -97,7 +100,56 @@ done
 if [ "${acked:-0}" -ge 100 ] && [ "${distinct:-0}" -ge 100 ]; then ok "messages moving: producer $p; consumer $c"
 else bad "messages not moving: producer '${p}', consumer '${c}'"; fi
 
-# 3. gossip: simulated brokers heard by node 1 only reach nodes 2 and 3
+# 3. the RocketMQ 5 path: gRPC producer -> Proxy -> broker -> Proxy -> gRPC SimpleConsumer.
+# The first N messages the producer had acknowledged must all be received, by message body
+# (g-i); the logs are each program's own "ACK i" and "RECV g-i" lines.
+grpc_n=${DOCKER_SMOKE_GRPC_N:-100}
+grpc_check() {
+  python3 - "$grpc_n" "$1" "$2" <<'PY'
+import re, sys
+n = int(sys.argv[1])
+acked = []
+for line in open(sys.argv[2], errors="replace"):
+    m = re.search(r"(?:^|\s)ACK (\d+) ", line)
+    if m:
+        acked.append(int(m.group(1)))
+acked = sorted(set(acked))[:n]
+got = set()
+for line in open(sys.argv[3], errors="replace"):
+    m = re.search(r"(?:^|\s)RECV g-(\d+)\b", line)
+    if m:
+        got.add(int(m.group(1)))
+missing = [i for i in acked if i not in got]
+print(f"{len(acked)} {len(missing)} {' '.join(map(str, missing[:10]))}")
+PY
+}
+t_grpc=$(now)
+plog=$(mktemp "${TMPDIR:-/tmp}/docker-smoke-grpc-p.XXXXXX")
+clog=$(mktemp "${TMPDIR:-/tmp}/docker-smoke-grpc-c.XXXXXX")
+deadline=$(($(date +%s) + 300))
+res="0 0"
+while [ "$(date +%s)" -lt $deadline ]; do
+  compose logs grpc-producer >"$plog" 2>&1
+  compose logs grpc-consumer >"$clog" 2>&1
+  res=$(grpc_check "$plog" "$clog")
+  set -- $res
+  [ "$1" -ge "$grpc_n" ] && [ "$2" -eq 0 ] && break
+  sleep 2
+done
+set -- $res
+if [ "$1" -ge "$grpc_n" ] && [ "$2" -eq 0 ]; then
+  ok "gRPC through the Proxy: the first $grpc_n messages acknowledged all received," \
+    "$(since "$t") s after up ($(since "$t_grpc") s after step 2); producer $(stat grpc-producer);" \
+    "consumer $(stat grpc-consumer)"
+else
+  bad "gRPC through the Proxy: $1 of $grpc_n messages acknowledged, $2 of them not received (${3:-none}...)"
+  for svc in proxy grpc-producer grpc-consumer; do
+    echo "--- $svc (last lines)"; compose logs "$svc" 2>&1 | grep -v '|-INFO' | tail -15
+  done
+fi
+rm -f "$plog" "$clog"
+
+# 4. gossip: simulated brokers heard by node 1 only reach nodes 2 and 3
 "$brokersim" -n 127.0.0.1:29876 -b 20 -t 5 -d 120 </dev/null >/dev/null 2>&1 &
 sim=$!
 for port in 29887 29888; do
@@ -112,7 +164,7 @@ for port in 29887 29888; do
   else bad "status port $port: only ${n:-0} of 20 gossiped brokers"; fi
 done
 
-# 4. Prometheus scrapes every node
+# 5. Prometheus scrapes every node
 targets() {
   curl -fsS --max-time 3 http://127.0.0.1:29090/api/v1/targets 2>/dev/null | python3 -c '
 import json, sys
@@ -130,7 +182,7 @@ done
 if [ "$up" = "nsrvd1:9877 nsrvd2:9877 nsrvd3:9877" ]; then ok "Prometheus scrapes all 3 nodes (targets up: $up)"
 else bad "Prometheus targets up: '${up}'"; fi
 
-# 5. alert rules
+# 6. alert rules
 if command -v promtool >/dev/null; then
   if (cd docker/prometheus && promtool test rules alerts.test.yml >/dev/null 2>&1); then ok "alert rules unit test"
   else bad "alert rules unit test (cd docker/prometheus && promtool test rules alerts.test.yml)"; fi

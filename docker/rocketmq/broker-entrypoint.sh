@@ -10,7 +10,9 @@
 #                  (http://HOST:STATUSPORT/rocketmq/nsaddr, fetchNamesrvAddrByAddressServer=true;
 #                  the broker polls it every 2 minutes, and only when namesrvAddr is unset)
 #   BROKER_JAVA_OPTS extra JVM options
-# Store sizes are those of a 2-core demo host (small commit log files, no timer wheel).
+# Store sizes are those of a 2-core demo host (small commit log and timer log files). The timer
+# wheel is on: the Proxy's gRPC consumers pop messages, and pop needs it (without it the Proxy
+# answers their receive with code 50001).
 set -eu
 [ -n "${WAIT_FOR:-}" ] && wait-ready $WAIT_FOR
 resolve() { getent hosts "$1" | awk '{print $1; exit}'; }
@@ -38,7 +40,8 @@ mappedFileSizeConsumeQueue=600000
 maxHashSlotNum=10000
 maxIndexNum=40000
 autoCreateTopicEnable=true
-timerWheelEnable=false
+timerWheelEnable=true
+mappedFileSizeTimerLog=16777216
 sendMessageThreadPoolNums=2
 registerNameServerPeriod=10000
 CONF

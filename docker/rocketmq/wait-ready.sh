@@ -1,11 +1,13 @@
 #!/bin/sh
 # wait-ready [-b N] [-t SECONDS] HOST:STATUSPORT...
 # Polls every node until its GET /ready answers 200 (ready.sh: synced with a peer or start-up
-# window passed) and, with -b N, sees N brokers directly; gives up after -t seconds (300).
+# window passed) and, with -b N, sees N brokers directly; gives up after -t seconds (900: longer
+# than the smoke waits for the brokers, 420 s, since a loaded 2-core host has taken 370 s to
+# boot them, and a client that gave up first left the smoke nothing to count).
 # The broker waits for the nodes before it starts, the clients wait for the broker: start-up
 # order follows real readiness, never a sleep of a guessed length.
 set -u
-min=0; limit=300
+min=0; limit=900
 while getopts b:t: o; do
   case $o in b) min=$OPTARG ;; t) limit=$OPTARG ;; *) exit 2 ;; esac
 done
