@@ -266,27 +266,24 @@ cluster.local:53 {
 }
 EOF
 start coredns "$bin/coredns" -conf "$run/Corefile"
-printf 'nameserver %s\nsearch %s.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5\n' "$gw" "$ns" >"$run/resolv.conf"
+printf 'nameserver %s\nsearch %s.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:1\n' "$gw" "$ns" >"$run/resolv.conf"
+# The host's nsswitch may send *.local names to mDNS only (mdns4_minimal [NOTFOUND=return]).
+sed 's/^hosts:.*/hosts: files dns/' /etc/nsswitch.conf >"$run/nsswitch.conf"
+in_cluster_dns=$run/in-cluster-dns # COMMAND...: runs it with the cluster's DNS
+cat >"$in_cluster_dns" <<'EOF'
+#!/bin/sh
+run=$(dirname "$0")
+exec unshare -m sh -c 'mount --bind "$0/resolv.conf" /etc/resolv.conf &&
+  mount --bind "$0/nsswitch.conf" /etc/nsswitch.conf && exec "$@"' "$run" "$@"
+EOF
+chmod +x "$in_cluster_dns"
 result passed control-plane "$(($(date +%s) - t0)) s"
 
 # --- the node: containerd with its own state and CNI config, then the kubelet -------------------------
 t0=$(date +%s)
 mkdir -p "$run/containerd" "$run/cni/net.d" "$run/cni/ipam"
-containerd config default | python3 -c '
-import re, sys
-run, pause = sys.argv[1], sys.argv[2]
-t = sys.stdin.read()
-t = re.sub(r"(?m)^root = .*", "root = \"%s/containerd/root\"" % run, t)
-t = re.sub(r"(?m)^state = .*", "state = \"%s/containerd/state\"" % run, t)
-t = t.replace("address = \"/run/containerd/containerd.sock\"", "address = \"%s/containerd/containerd.sock\"" % run)
-# These hosts refuse lowering oom_score_adj: without this every sandbox fails in runc.
-t = t.replace("restrict_oom_score_adj = false", "restrict_oom_score_adj = true")
-t = re.sub(r"(?m)^(\s*)sandbox_image = .*", r"\1sandbox_image = \"%s\"" % pause, t)
-t = re.sub(r"(?m)^(\s*)bin_dir = .*", r"\1bin_dir = \"/usr/lib/cni\"", t)
-t = re.sub(r"(?m)^(\s*)conf_dir = .*", r"\1conf_dir = \"%s/cni/net.d\"" % run, t)
-t = re.sub(r"(?m)^(\s*)path = \"/opt/containerd\"", r"\1path = \"%s/containerd/opt\"" % run, t)
-sys.stdout.write(t)
-' "$run" "$pause_image" >"$run/containerd/config.toml"
+containerd config default | python3 "$here/containerd-config.py" "$run" "$pause_image" >"$run/containerd/config.toml" ||
+  abort node "cannot write the containerd config"
 cat >"$run/cni/net.d/10-nsk8s.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "nsk8s", "plugins": [
   {"type": "bridge", "bridge": "$bridge", "isGateway": true, "ipMasq": false, "hairpinMode": true,
@@ -315,7 +312,6 @@ authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
 authorization: {mode: AlwaysAllow}
 clusterDNS: [$gw]
 clusterDomain: cluster.local
-resolvConf: $run/resolv.conf
 imageGCHighThresholdPercent: 100
 evictionHard: {memory.available: "100Mi"}
 serializeImagePulls: false
@@ -354,15 +350,17 @@ result passed chart-install "3 pods Ready in $(($(date +%s) - t0)) s"
 dns_ok=1
 for i in 0 1 2; do
   want=$(pod_ip nsrvd-$i)
-  got=$(unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && getent hosts "$1"' "$run/resolv.conf" "nsrvd-$i.$domain" | awk '{print $1}')
+  got=$("$in_cluster_dns" getent hosts "nsrvd-$i.$domain" | awk '{print $1}')
   [ -n "$want" ] && [ "$got" = "$want" ] || { dns_ok=0; echo "nsrvd-$i.$domain: $got, pod IP $want" >>"$run/logs/dns.log"; }
 done
 [ "$dns_ok" = 1 ] && result passed cluster-dns-peer-names || result failed cluster-dns-peer-names "$(cat "$run/logs/dns.log" | tr '\n' ' ')"
 nsaddr=$(curl -s -m 3 "http://$(pod_ip nsrvd-0):9877/rocketmq/nsaddr")
-case $nsaddr in
-  *"nsrvd-0.$domain:9876"*"nsrvd-1.$domain:9876"*"nsrvd-2.$domain:9876"* | *"nsrvd-2.$domain:9876"*) result passed address-service-lists-stable-names "$nsaddr" ;;
-  *) result failed address-service-lists-stable-names "got: $nsaddr" ;;
-esac
+missing_names=""
+for i in 0 1 2; do
+  case ";$nsaddr;" in *";nsrvd-$i.$domain:9876;"*) ;; *) missing_names="$missing_names nsrvd-$i" ;; esac
+done
+[ -z "$missing_names" ] && result passed address-service-lists-stable-names "$nsaddr" ||
+  result failed address-service-lists-stable-names "no$missing_names in: $nsaddr"
 
 # --- the broker and the clients: host processes that resolve the cluster's names ------------------
 peers=${NSRVD_COMPAT_CACHE:-$HOME/.cache/nsrvd-peers}
@@ -376,9 +374,6 @@ j17=(--add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch
 # them 30 s by default, past a replaced pod's new address).
 ns_jvm=(-Drocketmq.namesrv.domain="$domain:9877" -Drocketmq.namesrv.domain.subgroup=nsaddr
   -Dsun.net.inetaddr.ttl=1 -Dsun.net.inetaddr.negative.ttl=0)
-in_cluster_dns() {
-  unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$run/resolv.conf" "$@"
-}
 mkdir -p "$run/broker/store/config" "$run/broker/home" "$run/broker/run"
 python3 - "$run/broker/store/config/topics.json" "$topic" <<'PY'
 import json, sys, time
@@ -410,7 +405,7 @@ sendMessageThreadPoolNums=2
 timerWheelEnable=false
 EOF
 t0=$(date +%s)
-start broker in_cluster_dns java -server -Xms256m -Xmx512m -XX:MaxDirectMemorySize=256m -XX:+UseG1GC \
+start broker "$in_cluster_dns" java -server -Xms256m -Xmx512m -XX:MaxDirectMemorySize=256m -XX:+UseG1GC \
   -XX:ParallelGCThreads=2 -XX:CICompilerCount=2 "${j17[@]}" "${ns_jvm[@]}" \
   -Duser.home="$run/broker/run" -Drocketmq.home.dir="$run/broker/home" \
   -cp "$(cat "$peers/5.3.3/broker.cp")" org.apache.rocketmq.broker.BrokerStartup -c "$run/broker/broker.conf"
@@ -435,7 +430,7 @@ result passed broker-routed-by-every-pod "$(($(date +%s) - t0)) s after start"
 client() { # client NAME ARGS...: CompatClient 5.3.3, NameServers from the address service
   local name=$1
   shift
-  start "$name" in_cluster_dns java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${j17[@]}" "${ns_jvm[@]}" \
+  start "$name" "$in_cluster_dns" java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${j17[@]}" "${ns_jvm[@]}" \
     -Duser.home="$run/$name" -Drocketmq.client.logRoot="$run/$name/logs" -Drocketmq.client.logLevel=WARN \
     -cp "$peers/5.3.3/java-client/compat-java.jar:$(cat "$peers/5.3.3/java-client/classpath.txt")" \
     nsrvd.compat.CompatClient "$@"
