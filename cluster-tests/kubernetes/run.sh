@@ -437,7 +437,7 @@ client() { # client NAME ARGS...: CompatClient 5.3.3, NameServers from the addre
 }
 client consumer stream-consume --topic "$topic" --group K8sGroup --duration 900 --poll 1000
 client producer stream-produce --topic "$topic" --interval 50 --duration 900 --poll 1000
-acks() { grep -c '^ACK ' "$run/logs/producer.log" 2>/dev/null || echo 0; }
+acks() { awk '/^ACK /{n++} END{print n+0}' "$run/logs/producer.log" 2>/dev/null || echo 0; }
 ok=0
 for _ in $(seq 1 90); do
   [ "$(acks)" -ge 20 ] && grep -q '^RECV ' "$run/logs/consumer.log" && { ok=1; break; }
@@ -471,13 +471,13 @@ t_delete=$(date +%s.%N)
 sleep 3
 t0=$(date +%s)
 old=$(kc -n "$ns" get pod nsrvd-1 -o jsonpath='{.metadata.uid}')
-{ kc -n "$ns" delete pod nsrvd-1 --timeout=120s &&
+( kc -n "$ns" delete pod nsrvd-1 --timeout=120s &&
   for _ in $(seq 1 120); do
     uid=$(kc -n "$ns" get pod nsrvd-1 -o jsonpath='{.metadata.uid}' 2>/dev/null)
     [ -n "$uid" ] && [ "$uid" != "$old" ] && kc -n "$ns" wait pod/nsrvd-1 --for=condition=Ready --timeout=1s >/dev/null 2>&1 && exit 0
     sleep 1
   done
-  exit 1; } >"$run/logs/delete.log" 2>&1
+  exit 1 ) >"$run/logs/delete.log" 2>&1
 rc=$?
 [ "$rc" = 0 ] && result passed pod-deleted-and-replaced "nsrvd-1 back Ready in $(($(date +%s) - t0)) s" ||
   result failed pod-deleted-and-replaced "$(tail -2 "$run/logs/delete.log" | tr '\n' ' ')"
