@@ -30,7 +30,7 @@ if have_all; then
 fi
 mkdir -p "$bin.tmp"
 
-if ! [ -x "$bin.tmp/kubelet" ]; then
+if ! for c in kube-apiserver kube-controller-manager kube-scheduler kubelet; do [ -x "$bin.tmp/$c" ] || exit 1; done; then
   dir=$(go mod download -json "k8s.io/kubernetes@$k8s_version" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
   src=$cache/src-$k8s_version
@@ -50,11 +50,10 @@ open(path, "w").write(text)
 PY
     touch "$src/.patched"
   fi
-  for c in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
-    [ -x "$bin.tmp/$c" ] && continue
-    echo "building $c $k8s_version" >&2
-    (cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" nice go build -o "$bin.tmp/$c" "./cmd/$c")
-  done
+  # One go build for the four: their shared packages are compiled once.
+  echo "building kube-apiserver kube-controller-manager kube-scheduler kubelet $k8s_version" >&2
+  (cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" nice go build -o "$bin.tmp/" \
+    ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/kube-scheduler ./cmd/kubelet)
 fi
 
 if ! [ -x "$bin.tmp/coredns" ]; then
