@@ -30,7 +30,11 @@ if have_all; then
 fi
 mkdir -p "$bin.tmp"
 
-if ! for c in kube-apiserver kube-controller-manager kube-scheduler kubelet; do [ -x "$bin.tmp/$c" ] || exit 1; done; then
+have_k8s() {
+  local c
+  for c in kube-apiserver kube-controller-manager kube-scheduler kubelet; do [ -x "$bin.tmp/$c" ] || return 1; done
+}
+if ! have_k8s; then
   dir=$(go mod download -json "k8s.io/kubernetes@$k8s_version" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
   src=$cache/src-$k8s_version
