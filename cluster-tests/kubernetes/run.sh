@@ -430,6 +430,7 @@ result passed broker-routed-by-every-pod "$(($(date +%s) - t0)) s after start"
 client() { # client NAME ARGS...: CompatClient 5.3.3, NameServers from the address service
   local name=$1
   shift
+  mkdir -p "$run/$name"
   start "$name" "$in_cluster_dns" java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${j17[@]}" "${ns_jvm[@]}" \
     -Duser.home="$run/$name" -Drocketmq.client.logRoot="$run/$name/logs" -Drocketmq.client.logLevel=WARN \
     -cp "$peers/5.3.3/java-client/compat-java.jar:$(cat "$peers/5.3.3/java-client/classpath.txt")" \
