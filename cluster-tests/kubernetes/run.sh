@@ -34,8 +34,8 @@
 # failed. --break-gossip upgrades to pods of another gossip cluster name, so the new pods get
 # nothing from their peers: that run must fail (the checks can fail).
 #
-# Times: the first run builds the Kubernetes binaries and CoreDNS (several minutes on two
-# cores, kept in ~/.cache/nsrvd-k8s) and the image; a warm run takes about 5 minutes.
+# The first run builds the Kubernetes programs and CoreDNS (kept in ~/.cache/nsrvd-k8s) and
+# the image (podman's layer cache); later runs only start things.
 # Every wait is bounded; everything started is stopped on exit (trap), the bridge and the
 # state directory removed.
 set -u
