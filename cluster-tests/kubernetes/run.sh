@@ -185,8 +185,11 @@ trap 'exit 1' INT TERM
 
 # --- binaries: Kubernetes, CoreDNS, pause (cached), helm (cached by the k8s-manifests stage) --------
 t0=$(date +%s)
-bin=$("$here/build.sh" 2>"$run/logs/build.log" | tail -1) && [ -x "$bin/kubelet" ] ||
-  abort build "$(tail -3 "$run/logs/build.log" | tr '\n\t' '  ')"
+# Bounded too: a cold build on a loaded machine can take an hour; Go's build cache keeps
+# what was compiled, so a run stopped here resumes the build next time.
+build_timeout=${NSRVD_K8S_BUILD_TIMEOUT:-3600}
+bin=$(timeout "$build_timeout" "$here/build.sh" 2>"$run/logs/build.log" | tail -1) && [ -x "$bin/kubelet" ] ||
+  abort build "not built in $build_timeout s or failed: $(tail -3 "$run/logs/build.log" | tr '\n\t' '  ')"
 # helm: the k8s-manifests stage's (cluster-tests/k8s/run.sh), else built the same way.
 helm_version=v4.3.2
 helm=$top/build-test/k8s/bin/helm
