@@ -72,6 +72,17 @@ run_stage k8s-manifests tsv "$res/k8s-manifests.tsv" \
   ./cluster-tests/k8s/run.sh --out "$top/build-test/k8s" --tsv "$res/k8s-manifests.tsv" \
   --nsrvd "$top/build-test/src/nsrvd"
 
+# The chart on a real single-node Kubernetes (cluster-tests/kubernetes/run.sh): etcd,
+# containerd and the CNI plugins from Debian, the control plane, kubelet and CoreDNS built
+# from their Go modules (cached in ~/.cache/nsrvd-k8s; the build is bounded by 30 min), the
+# image from docker/Dockerfile; a real 5.3.3 broker, producer and consumer through a rolling
+# update and a pod deletion. About 2 minutes once built.
+if [ -x "$top/build-test/src/nsrvd" ]; then
+  run_stage kubernetes tsv "$res/kubernetes.tsv" env NSRVD_K8S_BUILD_TIMEOUT=1800 \
+    ./cluster-tests/kubernetes/run.sh --nsrvd "$top/build-test/src/nsrvd" --out "$top/build-test/kubernetes" \
+    --tsv "$res/kubernetes.tsv"
+fi
+
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build asan "$top/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DNSRV_FUZZ=OFF \
