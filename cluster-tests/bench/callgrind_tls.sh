@@ -10,15 +10,15 @@
 # Requests: calls of nsrv__metrics_reply (nsrvd) or nsrv__canned_append (the ceiling).
 #
 #   cluster-tests/bench/callgrind_tls.sh [BUILD_DIR] [SECONDS] [nsrvd|ceiling] [REPLY_BYTES]
-#     (default: build, 5, nsrvd, 2200: the ceiling's canned reply size; nsrvd's P2 reply is
-#     about that)
+#     (default: build, 5, nsrvd, 2214: the ceiling's canned reply size, nsrvd's mean P2 reply as
+#     bench.py measures it)
 # Prints "instructions/request N" and leaves callgrind.out and the annotation in $out.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$top/build}" && pwd)
 secs=${2:-5}
 server=${3:-nsrvd}
-reply_bytes=${4:-2200}
+reply_bytes=${4:-2214}
 warm=${NSRV_CALLGRIND_WARM:-25}
 out=$(mktemp -d -t nsrv-callgrind-tls.XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
