@@ -121,27 +121,30 @@ static void tls_flush_output(nsrv_ce_t *e) {
 }
 
 /* Encrypts the batch's replies as one plaintext run, so the session writes full records
- * rather than one per piece, and sends the records. */
+ * rather than one per piece, and sends the records. The run is built in a buffer the host
+ * keeps (a malloc and free per batch otherwise), dropped after an unusually large batch. */
 static void tls_transmit(nsrv_ce_t *e) {
     nsrv_out_batch_t *out = e->host->out;
+    nsrv_buf_t *flat = &e->host->tls_flat;
     struct iovec iov[NSRV_OUT_MAX_SEGS];
     unsigned n_iov = nsrv__out_iov(out, iov);
-    nsrv_buf_t flat = NSRV_BUF_INIT;
-    nsrv_buf_reserve(&flat, out->total);
+    nsrv_buf_reset(flat);
+    nsrv_buf_reserve(flat, out->total);
     for (unsigned i = 0; i < n_iov; i++)
-        nsrv_buf_append(&flat, iov[i].iov_base, iov[i].iov_len);
+        nsrv_buf_append(flat, iov[i].iov_base, iov[i].iov_len);
     nsrv__out_reset(out);
-    for (size_t off = 0; off < flat.len && !stopped(e);) {
+    for (size_t off = 0; off < flat->len && !stopped(e);) {
         size_t chunk =
-            flat.len - off < NSRV_CE_TLS_SEND_CHUNK ? flat.len - off : NSRV_CE_TLS_SEND_CHUNK;
-        if (!e->crypto->session_write(e->tls, flat.data + off, chunk)) {
+            flat->len - off < NSRV_CE_TLS_SEND_CHUNK ? flat->len - off : NSRV_CE_TLS_SEND_CHUNK;
+        if (!e->crypto->session_write(e->tls, flat->data + off, chunk)) {
             close_with(e, "TLS write failed");
             break;
         }
         tls_flush_output(e);
         off += chunk;
     }
-    nsrv_buf_deinit(&flat);
+    if (flat->cap > NSRV_CE_TLS_SEND_CHUNK)
+        nsrv_buf_deinit(flat);
 }
 
 /* Sends the batch's replies (dropped if the connection closed). Inlined (as run_batch):

@@ -113,6 +113,7 @@ typedef struct nsrv_ce_host {
     size_t replies_pending; /* reserved reply slots not yet filled */
     uint64_t tls_handshakes_ok, tls_handshakes_failed;
     nsrv_buf_t tls_plain; /* one read's decrypted bytes */
+    nsrv_buf_t tls_flat;  /* one batch's replies as one run for the session to encrypt */
 } nsrv_ce_host_t;
 
 /*

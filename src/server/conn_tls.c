@@ -128,6 +128,7 @@ void nsrv__tls_stop(nsrv_server_t *srv) {
         srv->crypto->tls_ctx_destroy(srv->tls);
     srv->tls = NULL;
     nsrv_buf_deinit(&srv->conn_host.tls_plain);
+    nsrv_buf_deinit(&srv->conn_host.tls_flat);
 }
 
 void nsrv__tls_metrics(nsrv_server_t *srv, nsrv_buf_t *out) {

@@ -152,6 +152,7 @@ static int teardown(void **state) {
     nsrv_buf_deinit(&fx->wire);
     nsrv_buf_deinit(&fx->raw);
     nsrv_buf_deinit(&fx->host.tls_plain);
+    nsrv_buf_deinit(&fx->host.tls_flat);
     nsrv_arena_deinit(&fx->arena);
     nsrv__out_deinit(&fx->out);
     nsrv_config_free(&fx->cfg);
