@@ -105,6 +105,8 @@ void nsrv_tls_session_output_clear(nsrv_tls_session_t *s);
 
 /* True once the handshake completed. */
 bool nsrv_tls_session_established(const nsrv_tls_session_t *s);
+/* True if the completed handshake resumed a session (a ticket). */
+bool nsrv_tls_session_resumed(const nsrv_tls_session_t *s);
 /* Received bytes of an incomplete record wait (a request in flight, for graceful shutdown). */
 bool nsrv_tls_session_input_pending(const nsrv_tls_session_t *s);
 /* "TLSv1.3 TLS_AES_256_GCM_SHA384" for the log. */

@@ -226,6 +226,10 @@ bool nsrv_tls_session_established(const nsrv_tls_session_t *s) {
     return SSL_is_init_finished(s->ssl);
 }
 
+bool nsrv_tls_session_resumed(const nsrv_tls_session_t *s) {
+    return SSL_session_reused(s->ssl) == 1;
+}
+
 bool nsrv_tls_session_input_pending(const nsrv_tls_session_t *s) {
     /* The engine reads what it can of a record into its own buffer: check both. */
     return SSL_has_pending(s->ssl) || BIO_ctrl_pending(s->in) > 0;

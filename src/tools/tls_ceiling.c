@@ -6,15 +6,15 @@
  *
  * The SSL context is nsrvd's own (nsrv_tls_ctx_create with the test-mode defaults: the same
  * self-signed P-256 certificate kind, protocol versions, options and session tickets), so
- * the two differ only in what is done around OpenSSL. Around it, the least there is: two
- * memory BIOs, one read() of the socket fed whole, every frame of it answered into one
- * SSL_write, and the records that makes sent with one write().
+ * the two differ only in what is done around OpenSSL. So does its TLS session layer
+ * (nsrv_tls_session_*, whose output BIO appends to a buffer instead of zeroing a memory
+ * BIO's growth): around it, the least there is: one read() of the socket fed whole, every
+ * frame of it answered into one write to the session, and the records sent with one write().
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
-#include <openssl/ssl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,17 +37,16 @@
 
 typedef struct {
     int fd;
-    SSL *ssl;
-    BIO *rbio, *wbio;  /* owned by ssl */
+    nsrv_tls_session_t *tls;
     nsrv_buf_t in;     /* plaintext of an unfinished frame */
     nsrv_buf_t cipher; /* records the socket did not take yet */
-    bool want_out;
+    bool want_out, established;
 } tconn_t;
 
 typedef struct {
     nsrv_buf_t canned, replies;
     nsrv_arena_t arena;
-    SSL_CTX *ctx;
+    nsrv_ssl_ctx_t *ctx;
     int ep;
     unsigned long long answered, handshakes, resumed;
 } tceiling_t;
@@ -61,19 +60,19 @@ static void on_signal(int sig) {
 
 static void conn_free(tconn_t *c) {
     close(c->fd);
-    SSL_free(c->ssl);
+    nsrv_tls_session_free(c->tls);
     nsrv_buf_deinit(&c->in);
     nsrv_buf_deinit(&c->cipher);
     nsrv_free(c);
 }
 
-/* Moves what OpenSSL wrote into wbio to the socket, in one write when it takes it all. */
+/* Moves what the session has to send to the socket, in one write when it takes it all. */
 static bool flush(tceiling_t *s, tconn_t *c) {
-    char *p;
-    long n = BIO_get_mem_data(c->wbio, &p);
+    const char *p;
+    size_t n = nsrv_tls_session_output(c->tls, &p);
     if (n > 0) {
-        nsrv_buf_append(&c->cipher, p, (size_t)n);
-        (void)BIO_reset(c->wbio);
+        nsrv_buf_append(&c->cipher, p, n);
+        nsrv_tls_session_output_clear(c->tls);
     }
     size_t off = 0;
     while (off < c->cipher.len) {
@@ -125,31 +124,18 @@ static bool on_readable(tceiling_t *s, tconn_t *c) {
         return true;
     if (n <= 0)
         return false;
-    BIO_write(c->rbio, buf, (int)n);
-    if (!SSL_is_init_finished(c->ssl)) {
-        int rc = SSL_do_handshake(c->ssl);
-        if (rc != 1 && SSL_get_error(c->ssl, rc) != SSL_ERROR_WANT_READ)
-            return false;
-        if (rc == 1) {
-            s->handshakes++;
-            s->resumed += SSL_session_reused(c->ssl) == 1;
-        }
-    }
-    for (;;) {
-        nsrv_buf_reserve(&c->in, 16 * 1024 + 256);
-        int r = SSL_read(c->ssl, c->in.data + c->in.len, (int)(c->in.cap - c->in.len - 1));
-        if (r <= 0) {
-            int e = SSL_get_error(c->ssl, r);
-            if (e != SSL_ERROR_WANT_READ)
-                return false;
-            break;
-        }
-        c->in.len += (size_t)r;
+    const char *why;
+    if (nsrv_tls_session_feed(c->tls, buf, (size_t)n, &c->in, &why) != NSRV_TLS_OK)
+        return false;
+    if (!c->established && nsrv_tls_session_established(c->tls)) {
+        c->established = true;
+        s->handshakes++;
+        s->resumed += nsrv_tls_session_resumed(c->tls);
     }
     nsrv_buf_reset(&s->replies);
     if (!answer(s, c))
         return false;
-    if (s->replies.len && SSL_write(c->ssl, s->replies.data, (int)s->replies.len) <= 0)
+    if (s->replies.len && !nsrv_tls_session_write(c->tls, s->replies.data, s->replies.len))
         return false;
     return flush(s, c);
 }
@@ -176,13 +162,12 @@ static void accept_all(tceiling_t *s, int lfd) {
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         tconn_t *c = nsrv_calloc(1, sizeof *c);
         c->fd = fd;
-        c->ssl = SSL_new(s->ctx);
-        c->rbio = BIO_new(BIO_s_mem());
-        c->wbio = BIO_new(BIO_s_mem());
-        BIO_set_mem_eof_return(c->rbio, -1);
-        BIO_set_mem_eof_return(c->wbio, -1);
-        SSL_set_bio(c->ssl, c->rbio, c->wbio);
-        SSL_set_accept_state(c->ssl);
+        c->tls = nsrv_tls_session_new(s->ctx);
+        if (!c->tls) {
+            close(fd);
+            nsrv_free(c);
+            continue;
+        }
         nsrv_buf_init(&c->in);
         nsrv_buf_init(&c->cipher);
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
