@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "bsim_int.h"
+#include "route_requests.h"
 #include "nsrv/alloc.h"
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
@@ -197,11 +198,9 @@ static void encode_requests(bench_t *b) {
         char name[128];
         if (o->n_names)
             snprintf(name, sizeof name, "%s", o->names[i]);
-        else if (o->shared)
-            snprintf(name, sizeof name, "shared-topic-%" PRIu64, i);
         else
-            snprintf(name, sizeof name, "topic-broker-%04" PRIu64 "-%" PRIu64,
-                     i / (uint64_t)o->sim_topics, i % (uint64_t)o->sim_topics);
+            nsrv__bench_topic_name(name, sizeof name, i, (uint64_t)o->shared,
+                                   (uint64_t)o->sim_topics);
         nsrv_ext_field_t ext = {NSRV_STR_LIT("topic"), nsrv_str_c(name)};
         nsrv_cmd_t cmd = {.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
                           .language = NSRV_LANG_JAVA,

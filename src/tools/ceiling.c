@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "canned_reply.h"
 #include "nsrv/alloc.h"
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
@@ -30,9 +31,6 @@
 #include "nsrv/text.h"
 
 #define READ_CHUNK (64 * 1024)
-/* A request header's serialization byte and, in a binary header, the opaque. */
-#define SER_OFFSET 4
-#define OPAQUE_OFFSET 13
 #define MAX_EVENTS 256
 
 typedef struct {
@@ -54,18 +52,6 @@ static volatile sig_atomic_t stop;
 static void on_signal(int sig) {
     (void)sig;
     stop = 1;
-}
-
-/* The request's opaque, or -1 when the frame is not a command. */
-static int64_t frame_opaque(ceiling_t *s, const uint8_t *p, size_t len) {
-    if (len >= OPAQUE_OFFSET + 4 && p[SER_OFFSET] == NSRV_SER_ROCKETMQ)
-        return (int64_t)(int32_t)((uint32_t)p[13] << 24 | (uint32_t)p[14] << 16 |
-                                  (uint32_t)p[15] << 8 | p[16]);
-    nsrv_cmd_t cmd;
-    nsrv_arena_reset(&s->arena);
-    if (nsrv_cmd_decode(p, len, &s->arena, &cmd) != 0)
-        return -1;
-    return (int64_t)(uint32_t)cmd.opaque;
 }
 
 static void conn_free(ceil_conn_t *c) {
@@ -108,12 +94,10 @@ static bool answer(ceiling_t *s, ceil_conn_t *c) {
         int rc = nsrv_frame_peek(p, c->in.len - used, NSRV_FRAME_MAX_DEFAULT, &flen);
         if (rc == NSRV_AGAIN)
             break;
-        int64_t opaque = rc == 0 ? frame_opaque(s, p, flen) : -1;
+        int64_t opaque = rc == 0 ? nsrv__canned_opaque(&s->arena, p, flen) : -1;
         if (opaque < 0)
             return false;
-        size_t at = c->out.len;
-        nsrv_buf_append(&c->out, s->canned.data, s->canned.len);
-        nsrv_buf_put_be32_at(&c->out, at + OPAQUE_OFFSET, (uint32_t)opaque);
+        nsrv__canned_append(&c->out, &s->canned, (uint32_t)opaque);
         used += flen;
         s->answered++;
     }
@@ -162,27 +146,6 @@ static void accept_all(ceiling_t *s, int lfd) {
     }
 }
 
-/* The reply frame: a SUCCESS response with a body that makes it frame_bytes long. */
-static bool build_canned(nsrv_buf_t *out, size_t frame_bytes) {
-    nsrv_cmd_t resp = {.code = NSRV_RESP_SUCCESS,
-                       .language = NSRV_LANG_JAVA,
-                       .version = NSRV_MQ_CURRENT,
-                       .flag = NSRV_FLAG_RESPONSE,
-                       .ser_type = NSRV_SER_ROCKETMQ};
-    nsrv_cmd_encode(out, &resp);
-    if (frame_bytes < out->len)
-        return false;
-    size_t body_len = frame_bytes - out->len;
-    uint8_t *body = nsrv_malloc(body_len + 1);
-    memset(body, ' ', body_len);
-    resp.body = body;
-    resp.body_len = body_len;
-    nsrv_buf_reset(out);
-    nsrv_cmd_encode(out, &resp);
-    nsrv_free(body);
-    return true;
-}
-
 int main(int argc, char **argv) {
     int64_t port = 0, frame_bytes = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -194,7 +157,7 @@ int main(int argc, char **argv) {
     }
     ceiling_t s = {0};
     nsrv_buf_init(&s.canned);
-    if (port == 0 || frame_bytes == 0 || !build_canned(&s.canned, (size_t)frame_bytes)) {
+    if (port == 0 || frame_bytes == 0 || !nsrv__canned_build(&s.canned, (size_t)frame_bytes)) {
         fprintf(stderr,
                 "usage: nsrv-ceiling -p PORT --frame-bytes N  (N >= the bare reply header, "
                 "%zu bytes)\n",

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "bsim_int.h"
+#include "route_requests.h"
 #include "nsrv/alloc.h"
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
@@ -92,12 +93,6 @@ static volatile sig_atomic_t stop_requested;
 static void on_stop_signal(int sig) {
     (void)sig;
     stop_requested = 1;
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void usage(void) {
@@ -159,24 +154,7 @@ static void encode_requests(fleet_t *f) {
     const fleet_opts_t *o = &f->o;
     f->n_reqs =
         o->shared ? (uint32_t)o->shared : (uint32_t)o->sim_brokers * (uint32_t)o->sim_topics;
-    f->reqs = nsrv_calloc(f->n_reqs, sizeof *f->reqs);
-    for (uint32_t i = 0; i < f->n_reqs; i++) {
-        char name[128];
-        if (o->shared)
-            snprintf(name, sizeof name, "shared-topic-%" PRIu32, i);
-        else
-            snprintf(name, sizeof name, "topic-broker-%04" PRIu32 "-%" PRIu32,
-                     i / (uint32_t)o->sim_topics, i % (uint32_t)o->sim_topics);
-        nsrv_ext_field_t ext = {NSRV_STR_LIT("topic"), nsrv_str_c(name)};
-        nsrv_cmd_t cmd = {.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
-                          .language = NSRV_LANG_JAVA,
-                          .version = NSRV_MQ_CURRENT,
-                          .has_ext = true,
-                          .ext = &ext,
-                          .n_ext = 1,
-                          .ser_type = NSRV_SER_ROCKETMQ};
-        nsrv_cmd_encode(&f->reqs[i], &cmd);
-    }
+    f->reqs = nsrv__bench_route_requests(f->n_reqs, (uint64_t)o->shared, (uint64_t)o->sim_topics);
 }
 
 /* The opaque of a ROCKETMQ binary header: after the length, the header-length
@@ -225,7 +203,7 @@ static int start_connect(fleet_t *f, client_t *c, uint32_t i) {
             return -1;
         }
     }
-    c->start_ns = now_ns();
+    c->start_ns = nsrv_now_mono_ns();
     c->state = CL_CONNECTING;
     f->started++;
     f->n_pending++;
@@ -301,7 +279,7 @@ static void on_readable(fleet_t *f, client_t *c) {
         p = (const uint8_t *)c->in.data;
         avail = c->in.len;
     }
-    uint64_t t = now_ns();
+    uint64_t t = nsrv_now_mono_ns();
     size_t off = 0, flen;
     int rc;
     while ((rc = nsrv_frame_peek(p + off, avail - off, NSRV_FRAME_MAX_DEFAULT, &flen)) == 0) {
@@ -348,10 +326,10 @@ static int run_poll(fleet_t *f, uint64_t t0) {
                 next++;
         if (handle_events(f, 100) != 0)
             return -1;
-        if (now_ns() - t0 > (uint64_t)f->o.seconds * 1000000000u)
+        if (nsrv_now_mono_ns() - t0 > (uint64_t)f->o.seconds * 1000000000u)
             break; /* a server that never accepts does not hold the run forever */
     }
-    uint64_t start = now_ns();
+    uint64_t start = nsrv_now_mono_ns();
     printf("{\"event\":\"connected\",\"clients\":%d,\"open\":%d,\"connect_failed\":%" PRIu64
            ",\"connect_ms\":%.1f}\n",
            f->o.clients, f->n_open, f->connect_failed, (double)(start - t0) / 1e6);
@@ -360,7 +338,7 @@ static int run_poll(fleet_t *f, uint64_t t0) {
     uint64_t end = start + (uint64_t)f->o.seconds * 1000000000u, k = 0;
     uint64_t period_ns = (uint64_t)f->o.period_ms * 1000000u;
     while (!stop_requested) {
-        uint64_t now = now_ns();
+        uint64_t now = nsrv_now_mono_ns();
         if (now >= end)
             break;
         uint64_t due;
@@ -390,7 +368,7 @@ static int run_storm(fleet_t *f, uint64_t t0) {
     uint64_t end = t0 + (uint64_t)f->o.seconds * 1000000000u;
     uint64_t span_ns = (uint64_t)f->o.storm_ms * 1000000u;
     while (!stop_requested && f->answered + f->errors < n) {
-        uint64_t now = now_ns();
+        uint64_t now = nsrv_now_mono_ns();
         if (now >= end)
             break;
         while (next < n && t0 + next * span_ns / n <= now)
@@ -439,7 +417,7 @@ static void print_result(fleet_t *f, uint64_t t0) {
     nsrv_bsim_hist_t *h = &f->hist;
     /* A client still waiting when the run ends counts in the percentiles with the time it
      * waited so far: a server that answers few clients is not judged by those few. */
-    uint64_t unanswered = 0, end = now_ns();
+    uint64_t unanswered = 0, end = nsrv_now_mono_ns();
     for (int i = 0; f->o.storm && i < f->o.clients; i++) {
         const client_t *c = &f->cs[i];
         if ((c->state == CL_OPEN || c->state == CL_CONNECTING) && !c->answered) {
@@ -481,7 +459,7 @@ int main(int argc, char **argv) {
         f.cs[i].topic = (uint32_t)i * (uint32_t)f.o.per_client;
     }
     f.ep = epoll_create1(EPOLL_CLOEXEC);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = nsrv_now_mono_ns();
     int rc = f.o.storm ? run_storm(&f, t0) : run_poll(&f, t0);
     if (rc != 0) {
         fprintf(stderr, "nsrv-fleet: %s\n", strerror(errno));

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "bsim_int.h"
+#include "route_requests.h"
 #include "nsrv/alloc.h"
 #include "nsrv/arena.h"
 #include "nsrv/buf.h"
@@ -92,12 +93,6 @@ static volatile sig_atomic_t stop_requested;
 static void on_stop_signal(int sig) {
     (void)sig;
     stop_requested = 1;
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static bool arg_int(const char *v, int *out) {
@@ -160,24 +155,7 @@ static void encode_requests(tbench_t *b) {
     const opts_t *o = &b->o;
     b->n_reqs =
         o->shared ? (uint64_t)o->shared : (uint64_t)o->sim_brokers * (uint64_t)o->sim_topics;
-    b->reqs = nsrv_calloc(b->n_reqs, sizeof *b->reqs);
-    for (uint64_t i = 0; i < b->n_reqs; i++) {
-        char name[128];
-        if (o->shared)
-            snprintf(name, sizeof name, "shared-topic-%" PRIu64, i);
-        else
-            snprintf(name, sizeof name, "topic-broker-%04" PRIu64 "-%" PRIu64,
-                     i / (uint64_t)o->sim_topics, i % (uint64_t)o->sim_topics);
-        nsrv_ext_field_t ext = {NSRV_STR_LIT("topic"), nsrv_str_c(name)};
-        nsrv_cmd_t cmd = {.code = NSRV_REQ_GET_ROUTEINFO_BY_TOPIC,
-                          .language = NSRV_LANG_JAVA,
-                          .version = NSRV_MQ_CURRENT,
-                          .has_ext = true,
-                          .ext = &ext,
-                          .n_ext = 1,
-                          .ser_type = NSRV_SER_ROCKETMQ};
-        nsrv_cmd_encode(&b->reqs[i], &cmd);
-    }
+    b->reqs = nsrv__bench_route_requests(b->n_reqs, (uint64_t)o->shared, (uint64_t)o->sim_topics);
 }
 
 static void watch(tbench_t *b, tconn_t *c, uint32_t events, int op) {
@@ -201,7 +179,7 @@ static int conn_open(tbench_t *b, tconn_t *c) {
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    c->started_ns = now_ns();
+    c->started_ns = nsrv_now_mono_ns();
     c->in_flight = 0;
     nsrv_buf_reset(&c->in);
     if (connect(c->fd, (struct sockaddr *)&b->sa, sizeof b->sa) != 0 && errno != EINPROGRESS) {
@@ -252,7 +230,7 @@ static int on_handshake(tbench_t *b, tconn_t *c) {
     c->state = ST_ACTIVE;
     b->opening--;
     watch(b, c, EPOLLIN, EPOLL_CTL_MOD);
-    uint64_t t = now_ns();
+    uint64_t t = nsrv_now_mono_ns();
     if (t >= b->count_from_ns) {
         b->handshakes++;
         b->resumed += SSL_session_reused(c->ssl) == 1;
@@ -266,7 +244,7 @@ static int on_handshake(tbench_t *b, tconn_t *c) {
 
 /* A reply: counted; then the slot's next step by mode. 1: the connection was closed here. */
 static int on_reply(tbench_t *b, tconn_t *c, const nsrv_cmd_t *resp, bool bad, size_t flen) {
-    uint64_t t = now_ns();
+    uint64_t t = nsrv_now_mono_ns();
     c->in_flight--;
     bool counted = t >= b->count_from_ns;
     if (counted) {
@@ -377,7 +355,7 @@ static int run(tbench_t *b) {
         if (b->o.mode == MODE_LOAD)
             b->cs[i].due_ns = nsrv_calloc(DUE_SLOTS, sizeof(uint64_t));
     }
-    uint64_t start = now_ns();
+    uint64_t start = nsrv_now_mono_ns();
     b->count_from_ns = start + (uint64_t)b->o.warmup * 1000000000u;
     b->end_ns = start + (uint64_t)b->o.seconds * 1000000000u;
     int next = 0;
@@ -386,7 +364,7 @@ static int run(tbench_t *b) {
     if (open_more(b, &next) != 0)
         return -1;
     struct epoll_event evs[256];
-    for (uint64_t now = start; now < b->end_ns && !stop_requested; now = now_ns()) {
+    for (uint64_t now = start; now < b->end_ns && !stop_requested; now = nsrv_now_mono_ns()) {
         int n = epoll_wait(b->ep, evs, 256, 100);
         for (int i = 0; i < n; i++)
             if (on_event(b, evs[i].data.ptr, evs[i].events) != 0)
@@ -397,13 +375,13 @@ static int run(tbench_t *b) {
                 return -1;
             if (!announced && b->open == (uint64_t)b->o.conns) {
                 printf("{\"held\":%d,\"connect_s\":%.3f}\n", b->o.conns,
-                       (double)(now_ns() - start) / 1e9);
+                       (double)(nsrv_now_mono_ns() - start) / 1e9);
                 fflush(stdout);
                 announced = true;
             }
         }
     }
-    uint64_t now = now_ns();
+    uint64_t now = nsrv_now_mono_ns();
     if (stop_requested && now < b->end_ns)
         b->end_ns = now > b->count_from_ns + 1000000u ? now : b->count_from_ns + 1000000u;
     if (b->o.mode == MODE_HOLD && !announced) {

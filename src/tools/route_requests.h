@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The load generators' route queries (nsrv-bench, nsrv-fleet, nsrv-tls-bench): the topic
+ * names nsrv-brokersim registers, and their GET_ROUTEINFO_BY_TOPIC requests. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nsrv/buf.h"
+
+/* Name i: shared-topic-<i> when shared, else topic-broker-<b>-<t> of topics per broker. */
+void nsrv__bench_topic_name(char *out, size_t len, uint64_t i, uint64_t shared, uint64_t topics);
+
+/* n pre-encoded requests (ROCKETMQ header, opaque 0), one per name; only the opaque changes
+ * later. The caller frees each buffer and the array. */
+nsrv_buf_t *nsrv__bench_route_requests(uint64_t n, uint64_t shared, uint64_t topics);
