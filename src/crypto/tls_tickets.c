@@ -13,9 +13,9 @@
 #include <openssl/ssl.h>
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 #include "nsrv/alloc.h"
+#include "nsrv/common.h"
 #include "tls_tickets.h"
 
 struct nsrv_ticket_ring {
@@ -90,12 +90,6 @@ bool nsrv__ticket_ring_find(nsrv_ticket_ring_t *r, const unsigned char *name, ui
     return found;
 }
 
-static uint64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int ring_index = -1;
 static pthread_once_t ring_index_once = PTHREAD_ONCE_INIT;
 
@@ -123,12 +117,12 @@ static int ticket_cb(SSL *s, unsigned char key_name[16], unsigned char *iv, EVP_
     if (enc) {
         if (SSL_version(s) != TLS1_3_VERSION)
             return 0;
-        nsrv__ticket_ring_issue(r, mono_ms(), &k);
+        nsrv__ticket_ring_issue(r, nsrv_now_mono_ms(), &k);
         memcpy(key_name, k.name, NSRV_TICKET_NAME_LEN);
         rc = RAND_bytes(iv, EVP_CIPHER_get_iv_length(cipher)) == 1 &&
              EVP_EncryptInit_ex(cctx, cipher, NULL, k.aes, iv) == 1;
     } else {
-        if (!nsrv__ticket_ring_find(r, key_name, mono_ms(), &k, &renew))
+        if (!nsrv__ticket_ring_find(r, key_name, nsrv_now_mono_ms(), &k, &renew))
             return 0;
         rc = EVP_DecryptInit_ex(cctx, cipher, NULL, k.aes, iv) == 1;
     }
@@ -153,7 +147,8 @@ int nsrv__tickets_setup(nsrv_ssl_ctx_t *ctx, uint32_t lifetime_s) {
         return 0;
     }
     pthread_once(&ring_index_once, ring_index_make);
-    nsrv_ticket_ring_t *r = ring_index >= 0 ? nsrv__ticket_ring_new(lifetime_s, mono_ms()) : NULL;
+    nsrv_ticket_ring_t *r =
+        ring_index >= 0 ? nsrv__ticket_ring_new(lifetime_s, nsrv_now_mono_ms()) : NULL;
     if (!r || SSL_CTX_set_ex_data(ctx, ring_index, r) != 1) {
         nsrv__ticket_ring_free(r);
         return -1;
