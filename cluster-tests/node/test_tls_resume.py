@@ -9,26 +9,11 @@ from __future__ import annotations
 import socket
 import ssl
 
-import pytest
 
 from nsrv_check import wait_until
 from nsrvd_proc import scaled
 from rmq import Connection
-from test_tls import HS_OK, Pki, client_ctx, cluster_info_ok, metrics
-
-
-@pytest.fixture
-def start(nsrvd_factory):
-    def _start(**props):
-        from nsrvd_proc import free_port
-
-        cfg = {"shutdownWaitTimeSeconds": 3, "statusPort": free_port(), "logLevel": "info", "tls.config.file": ""}
-        cfg.update(props)
-        n = nsrvd_factory(cfg)
-        n.status_port = cfg["statusPort"]
-        return n
-
-    return _start
+from test_tls import HS_OK, Pki, client_ctx, cluster_info_ok, metrics, start  # noqa: F401 (start: a fixture)
 
 
 def connect(node, ctx, session=None) -> Connection:
