@@ -371,7 +371,9 @@ class Runner:
 
 
 # Profiles whose cells --repeat interleaves: the ones whose ratio to the ceiling is a target.
-REPEATED_KINDS = ("throughput", "growth", *bench_tls.REPEATED_KINDS)
+REPEATED_KINDS = ("throughput", "growth", *bench_tls.REPEATED_KINDS,
+                  # not against the ceiling: P1 beside the fleet against P1 alone, both of nsrvd
+                  "clients")
 
 
 def summarise_runs(rs: List[dict]) -> dict:
@@ -638,7 +640,7 @@ def main() -> int:
                       f"{time.monotonic() - t0:5.1f}s {json.dumps({k: r[k] for k in r if k in SHOWN_KEYS})}",
                       flush=True)
         for name, rs in runs.items():
-            r = summarise_runs(rs)
+            r = scale.summarise_runs(rs) if p.kind == "clients" else summarise_runs(rs)
             ok = "error" not in r and not r.get("errors") and not r.get("reg_failed")
             results.setdefault(p.key, {})[name] = r
             tsv.append(f"{'passed' if ok else 'failed'}\tbench/{p.key}/{name}")

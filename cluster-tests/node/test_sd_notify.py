@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from nsrvd_proc import free_port, keygen
+from nsrvd_proc import free_port_pair, keygen
 
 
 def _manager(tmp_path, form):
@@ -74,8 +74,8 @@ def test_gossip_node_is_ready_for_systemd_only_by_the_ready_rule(nsrvd_bin, tmp_
     conf = tmp_path / "nsrvd.properties"
     conf.write_text(f"listenPort=0\nshutdownWaitTimeSeconds=3\nkvConfigPath={tmp_path}/kv.json\n"
                     f"gossipEnable=true\ngossipNodeId=1\ngossipListenAddress=127.0.0.1\n"
-                    f"gossipPort={free_port()}\ngossipSecretKeyFile={tmp_path}/n1.key\n"
-                    f"gossipPeers=2@127.0.0.1:{free_port()}\ngossipPeerKeys={','.join(tokens)}\n")
+                    f"gossipPort={free_port_pair()}\ngossipSecretKeyFile={tmp_path}/n1.key\n"
+                    f"gossipPeers=2@127.0.0.1:{free_port_pair()}\ngossipPeerKeys={','.join(tokens)}\n")
     env = dict(os.environ, NOTIFY_SOCKET=name, HOME=str(tmp_path))
     proc = subprocess.Popen([nsrvd_bin, "-c", str(conf)], env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

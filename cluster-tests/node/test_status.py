@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from nsrv_check import register_ok, wait_until
-from nsrvd_proc import free_port, keygen, run_cli, scaled, write_properties
+from nsrvd_proc import free_port, free_port_pair, keygen, run_cli, scaled, write_properties
 from rmq import Broker, NamesrvClient, RequestCode, ResponseCode, TopicConfig
 
 T = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TopicB", 4, 4, 6)]
@@ -222,10 +222,10 @@ def test_ready_waits_for_a_pull_in_the_start_up_window(nsrvd_factory, nsrvd_bin,
     tokens = [keygen(nsrvd_bin, tmp_path / f"n{node_id}.key", node_id) for node_id in (1, 2)]
     port = free_port()
     node = nsrvd_factory({"statusPort": port, "statusAddress": "127.0.0.1", "gossipEnable": True,
-                          "gossipNodeId": 1, "gossipPort": free_port(), "gossipListenAddress": "127.0.0.1",
+                          "gossipNodeId": 1, "gossipPort": free_port_pair(), "gossipListenAddress": "127.0.0.1",
                           "gossipSecretKeyFile": str(tmp_path / "n1.key"),
                           "gossipStatePath": str(tmp_path / "gossip.state"),
-                          "gossipPeers": f"2@127.0.0.1:{free_port()}", "gossipPeerKeys": ",".join(tokens)})
+                          "gossipPeers": f"2@127.0.0.1:{free_port_pair()}", "gossipPeerKeys": ",".join(tokens)})
     node.status_port = port
     code, body = get(node, "/ready")
     assert code == 503, body
