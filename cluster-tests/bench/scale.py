@@ -253,6 +253,14 @@ def summary(ps: list, servers: list, results: Dict[str, Dict[str, dict]]) -> Lis
                 line += (f"; nsrv-fleet used {r['fleet_cpu_pct']} % of the load CPU"
                          f"{' (real-time priority)' if r.get('fleet_realtime') else ' (normal priority: chrt refused)'}")
             lines.append(line)
+    for p in ps:
+        mine, java = (results.get(p.key, {}).get(n) or {} for n in ("nsrvd", "java-5.3.3"))
+        a, b = mine.get("p99_us_runs", []), java.get("p99_us_runs", [])
+        if p.kind == "clients" and len(a) > 1 and len(a) == len(b):
+            pairs = [x / y for x, y in zip(a, b) if y]
+            from bench import median  # noqa: PLC0415 (bench imports this module)
+            lines.append(f"- {p.key} fleet p99, nsrvd / java-5.3.3 round by round (each round's runs adjacent in "
+                         f"time): {', '.join(f'{x:.3f}' for x in pairs)}; median **{median(pairs):.3f}**")
     for name in names:
         pts = [(r["clients"], r["rss_kib_idle"], r["rss_kib_data"]) for k in keys
                if (r := results.get(k, {}).get(name)) and "error" not in r and results_kind(ps, k) == "conncost"]
