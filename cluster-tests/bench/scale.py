@@ -6,8 +6,10 @@ each in its own process on the load CPU, and summarises.
 """
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
+from statistics import median
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -51,22 +53,17 @@ def profiles(profile_cls, smoke: bool, fleet_seconds: int) -> list:
     return ps
 
 
-_realtime: List[bool] = []
-
-
+@functools.lru_cache(maxsize=None)
 def realtime() -> bool:
     """Whether this user may run the fleet at a real-time priority (chrt -f 1: root or
     CAP_SYS_NICE). The fleet stands for thousands of client machines; sharing the load CPU
     with P1's generator, which is never idle, it would otherwise wait up to a scheduler slice
     (milliseconds) to send a due query or read an answer, and that wait would be charged to
     the server. It uses a few per cent of the CPU and never spins, so P1 loses no more."""
-    if not _realtime:
-        try:
-            ok = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True, timeout=10).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            ok = False
-        _realtime.append(ok)
-    return _realtime[0]
+    try:
+        return subprocess.run(["chrt", "-f", "1", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def fleet(runner, port: int, workdir: Path, args: List[str]) -> subprocess.Popen:
@@ -181,9 +178,10 @@ def summarise_runs(rs: List[dict]) -> dict:
     every round's ratios and fleet p99 and their ranges (a round is seconds of P1 and minutes of
     polling; the machine's speed moves between rounds)."""
     good = [r for r in rs if "error" not in r and r.get("p1_ratio")]
-    if len(rs) == 1 or not good:
-        return rs[-1] if not good else good[0]
-    from bench import median  # noqa: PLC0415 (bench imports this module)
+    if not good:
+        return rs[-1]
+    if len(rs) == 1:
+        return good[0]
     med = dict(sorted(good, key=lambda r: r["p1_ratio"])[(len(good) - 1) // 2])
     for key in ("p1_ratio", "p1_cpu_ratio", "p99_us", "p50_us", "p999_us", "p1_p99_us"):
         vals = [r[key] for r in good if r.get(key) is not None]
@@ -258,7 +256,6 @@ def summary(ps: list, servers: list, results: Dict[str, Dict[str, dict]]) -> Lis
         a, b = mine.get("p99_us_runs", []), java.get("p99_us_runs", [])
         if p.kind == "clients" and len(a) > 1 and len(a) == len(b):
             pairs = [x / y for x, y in zip(a, b) if y]
-            from bench import median  # noqa: PLC0415 (bench imports this module)
             lines.append(f"- {p.key} fleet p99, nsrvd / java-5.3.3 round by round (each round's runs adjacent in "
                          f"time): {', '.join(f'{x:.3f}' for x in pairs)}; median **{median(pairs):.3f}**")
     for name in names:
