@@ -49,9 +49,6 @@
  * (the Java one has thread pools) cannot make two collide. */
 #define SLOTS 4096
 #define OPEN_MAX_IN_FLIGHT (SLOTS / 2)
-/* The opaque of a ROCKETMQ binary header: after the length, the header-length
- * word, code (2), language (1) and version (2). */
-#define OPAQUE_OFFSET 13
 /* JSON headers (--header json) carry the opaque in decimal: every connection counts from
  * here, so it is always 10 digits and is rewritten in place like the binary one. */
 #define JSON_OPAQUE_FIRST 1000000000u
@@ -111,7 +108,7 @@ static int send_request(bench_t *b, bench_conn_t *c, uint64_t due) {
         snprintf(digits, sizeof digits, "%010" PRIu32, op);
         memcpy(r->data + b->opaque_at[i], digits, 10);
     } else {
-        nsrv_buf_put_be32_at(r, OPAQUE_OFFSET, op);
+        nsrv_buf_put_be32_at(r, NSRV__ROCKETMQ_OPAQUE_OFFSET, op);
     }
     c->due_ns[op % SLOTS] = due;
     c->in_flight++;

@@ -3,15 +3,16 @@
 
 #include <string.h>
 
+#include "route_requests.h"
+
 #include "nsrv/alloc.h"
 #include "nsrv/remoting.h"
 
-/* A request header's serialization byte and, in a binary header, the opaque. */
+/* A request header's serialization byte. */
 #define SER_OFFSET 4
-#define OPAQUE_OFFSET 13
 
 int64_t nsrv__canned_opaque(nsrv_arena_t *arena, const uint8_t *p, size_t len) {
-    if (len >= OPAQUE_OFFSET + 4 && p[SER_OFFSET] == NSRV_SER_ROCKETMQ)
+    if (len >= NSRV__ROCKETMQ_OPAQUE_OFFSET + 4 && p[SER_OFFSET] == NSRV_SER_ROCKETMQ)
         return (int64_t)(int32_t)((uint32_t)p[13] << 24 | (uint32_t)p[14] << 16 |
                                   (uint32_t)p[15] << 8 | p[16]);
     nsrv_cmd_t cmd;
@@ -24,7 +25,7 @@ int64_t nsrv__canned_opaque(nsrv_arena_t *arena, const uint8_t *p, size_t len) {
 void nsrv__canned_append(nsrv_buf_t *out, const nsrv_buf_t *canned, uint32_t opaque) {
     size_t at = out->len;
     nsrv_buf_append(out, canned->data, canned->len);
-    nsrv_buf_put_be32_at(out, at + OPAQUE_OFFSET, opaque);
+    nsrv_buf_put_be32_at(out, at + NSRV__ROCKETMQ_OPAQUE_OFFSET, opaque);
 }
 
 bool nsrv__canned_build(nsrv_buf_t *out, size_t frame_bytes) {

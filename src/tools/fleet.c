@@ -159,13 +159,9 @@ static void encode_requests(fleet_t *f) {
     f->reqs = nsrv__bench_route_requests(f->n_reqs, (uint64_t)o->shared, (uint64_t)o->sim_topics);
 }
 
-/* The opaque of a ROCKETMQ binary header: after the length, the header-length
- * word, code (2), language (1) and version (2). */
-#define OPAQUE_OFFSET 13
-
 static int send_query(fleet_t *f, client_t *c, uint32_t topic, uint64_t due) {
     nsrv_buf_t *r = &f->reqs[topic % f->n_reqs];
-    nsrv_buf_put_be32_at(r, OPAQUE_OFFSET, f->next_opaque++);
+    nsrv_buf_put_be32_at(r, NSRV__ROCKETMQ_OPAQUE_OFFSET, f->next_opaque++);
     c->sent_ns = due;
     f->requests++;
     /* A query is tiny next to the socket buffer, and one is in flight. */

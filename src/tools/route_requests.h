@@ -8,6 +8,10 @@
 
 #include "nsrv/buf.h"
 
+/* Where a ROCKETMQ binary header keeps the opaque, request or reply: after the frame
+ * length, the header-length word, code (2), language (1) and version (2). */
+#define NSRV__ROCKETMQ_OPAQUE_OFFSET 13
+
 /* Name i: shared-topic-<i> when shared, else topic-broker-<b>-<t> of topics per broker. */
 void nsrv__bench_topic_name(char *out, size_t len, uint64_t i, uint64_t shared, uint64_t topics);
 

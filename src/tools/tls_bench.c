@@ -48,7 +48,6 @@
 #define MAX_CONNS 19000
 #define MAX_DEPTH 256
 #define DUE_SLOTS 1024 /* opaque modulo this: far more than the requests in flight */
-#define OPAQUE_OFFSET 13
 #define HOLD_OPENING 64
 #define HOLD_POLL_NS (30 * 1000000000ull)
 
@@ -166,7 +165,7 @@ static void watch(tbench_t *b, tconn_t *c, uint32_t events, int op) {
 static int send_request(tbench_t *b, tconn_t *c, uint64_t t) {
     nsrv_buf_t *r = &b->reqs[b->next_req++ % b->n_reqs];
     uint32_t op = c->next_opaque++;
-    nsrv_buf_put_be32_at(r, OPAQUE_OFFSET, op);
+    nsrv_buf_put_be32_at(r, NSRV__ROCKETMQ_OPAQUE_OFFSET, op);
     if (c->due_ns)
         c->due_ns[op % DUE_SLOTS] = t;
     c->in_flight++;
