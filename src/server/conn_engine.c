@@ -355,7 +355,7 @@ unsigned nsrv__ce_feed(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns
 bool nsrv__ce_hold(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns) {
     bool near = now_ns - e->last_read_ns < NSRV_CE_BUSY_GAP_NS;
     e->last_read_ns = now_ns;
-    e->read_streak = near ? e->read_streak + (e->read_streak < NSRV_CE_BUSY_STREAK) : 0;
+    e->read_streak = near ? (uint8_t)(e->read_streak + (e->read_streak < NSRV_CE_BUSY_STREAK)) : 0;
     /* Only a clean start: input already kept (a partial frame, a yield, back-pressure) has
      * its own rules, and in shutdown every request runs as it comes. */
     if (e->read_streak < NSRV_CE_BUSY_STREAK || e->tls || stopped(e) || e->yielded ||
@@ -364,6 +364,7 @@ bool nsrv__ce_hold(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns) {
     nsrv_buf_append(&e->in, p, n);
     e->held = true;
     e->held_ns = now_ns;
+    e->host->reads_held_total++;
     return true;
 }
 

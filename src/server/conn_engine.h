@@ -119,6 +119,7 @@ typedef struct nsrv_ce_host {
     bool shutting_down;
     bool idle_grace_over; /* shutdown: connections not served since may be closed */
     uint64_t batch_yields_total;
+    uint64_t reads_held_total; /* light first: busy connections' reads held */
     uint64_t bad_frames_total;
     size_t replies_pending; /* reserved reply slots not yet filled */
     uint64_t tls_handshakes_ok, tls_handshakes_failed;
@@ -168,8 +169,6 @@ struct nsrv_ce {
     uint64_t last_active_ms;   /* last byte read or reply byte written */
     uint64_t last_read_ns;     /* light first: the last plaintext read */
     uint64_t held_ns;          /* light first: when the held input was read */
-    unsigned read_streak;      /* reads in a row, each within NSRV_CE_BUSY_GAP_NS */
-    bool held;                 /* light first: input held for after the quiet connections */
     struct nsrv_reply_slot *slots, *slots_tail; /* deferred replies, oldest first */
     size_t n_slots;
     size_t held_bytes;         /* reply bytes waiting in slots */
@@ -181,6 +180,8 @@ struct nsrv_ce {
     bool served_in_shutdown;   /* answered a request after the signal: close once drained */
     bool closed;               /* closed, or a close was returned */
     bool reset_on_close;       /* close with RST: the kernel drops unsent bytes too */
+    bool held;                 /* light first: input held for after the quiet connections */
+    uint8_t read_streak;       /* reads in a row, each within NSRV_CE_BUSY_GAP_NS */
     const char *close_why;
     size_t big_frame_len; /* the batch stopped at a whole frame this big: offload it */
     /* NSRV_CE_ACT_OFFLOAD: the frame is offload[off, off + len); take the buffer. */
