@@ -8,10 +8,10 @@
  *
  * So the engine holds what a busy connection reads (conn_engine.h, nsrv__ce_hold) and this
  * file runs the held connections in the check phase, after the poll phase has served the
- * quiet ones, oldest first and a slice of loop time at a time: with some still held, the
- * next poll does not block, and what became ready meanwhile (a client's query) goes ahead
- * of the rest. Busy connections lose nothing but the order: every turn runs at least one
- * of them, and none waits behind a newer one. Loop thread only.
+ * quiet ones, oldest first and, while quiet connections are asking, a slice of loop time
+ * at a time: with some still held, the next poll does not block, and what became ready
+ * meanwhile (a client's query) goes ahead of the rest. Busy connections lose nothing but the order:
+ * every turn runs at least one of them, and none waits behind a newer one. Loop thread only.
  */
 #include "nsrv/common.h"
 #include "server_int.h"
@@ -37,14 +37,20 @@ static void run_held_cb(uv_check_t *h) {
     nsrv_server_t *srv = h->data;
     uint64_t start_ns = nsrv_now_mono_ns();
     uint64_t now_ns = start_ns;
+    /* Slices only while quiet connections are asking: each slice costs a loop turn (a poll
+     * system call and the timers), 7 % of the CPU per request when 16 connections ask flat
+     * out and nothing else does (docs/benchmarks.md). */
+    uint64_t slice_ns = start_ns - srv->light_read_ns < NSRV_LIGHT_FIRST_RECENT_NS
+                            ? NSRV_LIGHT_FIRST_SLICE_NS
+                            : UINT64_MAX;
     /* One at least, then while the slice lasts. A connection closed meanwhile has left the
-     * list (nsrv__conn_lists_remove); one held again while running joins the tail. */
+     * list (nsrv__conn_lists_remove); reads, and so new holds, come only in the poll phase. */
     do {
         nsrv_conn_t *c = srv->held_head;
         held_unlink(srv, c);
         nsrv__conn_run_held(c, now_ns);
         now_ns = nsrv_now_mono_ns();
-    } while (srv->held_head && now_ns - start_ns < NSRV_LIGHT_FIRST_SLICE_NS);
+    } while (srv->held_head && now_ns - start_ns < slice_ns);
     if (srv->held_head) {
         uv_idle_start(&srv->keep_polling, keep_polling_cb);
         return;

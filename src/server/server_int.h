@@ -85,6 +85,7 @@ struct nsrv_server {
     uv_check_t held_check;                /* runs busy connections' held input (light first) */
     uv_idle_t keep_polling;               /* the poll must not block while input is held */
     nsrv_conn_t *held_head, *held_tail;   /* conn_light_first.c, oldest first */
+    uint64_t light_read_ns;               /* the last read run at once (not held) */
     nsrv_conn_t *heard_head, *heard_tail; /* conn_lists.c */
     nsrv_conn_t *out_list, *yield_list;
     /* Durable writes off the loop (durable.c). */
@@ -247,6 +248,8 @@ void nsrv__conn_lists_remove(nsrv_conn_t *c);
 /* Light first (conn_light_first.c): busy connections' held input runs in the check phase,
  * after the quiet connections, at most this much loop time a turn (one at least). */
 #define NSRV_LIGHT_FIRST_SLICE_NS (25 * 1000)
+/* Slices are cut only this long after a quiet connection's read (light_read_ns). */
+#define NSRV_LIGHT_FIRST_RECENT_NS (10 * 1000 * 1000)
 void nsrv__light_first_init(nsrv_server_t *srv);
 void nsrv__conn_held_list(nsrv_conn_t *c);
 void nsrv__conn_held_unlist(nsrv_conn_t *c);
