@@ -38,8 +38,8 @@ static void run_held_cb(uv_check_t *h) {
     uint64_t start_ns = nsrv_now_mono_ns();
     uint64_t now_ns = start_ns;
     /* Slices only while quiet connections are asking: each slice costs a loop turn (a poll
-     * system call and the timers), 7 % of the CPU per request when 16 connections ask flat
-     * out and nothing else does (docs/benchmarks.md). */
+     * system call and the timers): 25 µs slices always on took 7 % more CPU per request from
+     * 16 connections asking flat out with nothing else around (docs/benchmarks.md). */
     uint64_t slice_ns = start_ns - srv->light_read_ns < NSRV_LIGHT_FIRST_RECENT_NS
                             ? NSRV_LIGHT_FIRST_SLICE_NS
                             : UINT64_MAX;

@@ -247,7 +247,7 @@ void nsrv__conn_lists_remove(nsrv_conn_t *c);
 
 /* Light first (conn_light_first.c): busy connections' held input runs in the check phase,
  * after the quiet connections, at most this much loop time a turn (one at least). */
-#define NSRV_LIGHT_FIRST_SLICE_NS (25 * 1000)
+#define NSRV_LIGHT_FIRST_SLICE_NS (50 * 1000)
 /* Slices are cut only this long after a quiet connection's read (light_read_ns). */
 #define NSRV_LIGHT_FIRST_RECENT_NS (10 * 1000 * 1000)
 void nsrv__light_first_init(nsrv_server_t *srv);
