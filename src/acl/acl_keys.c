@@ -65,7 +65,7 @@ int nsrv_acl_keys_parse(const char *text, size_t len, nsrv_acl_keys_t **out, cha
         p = eol ? eol + 1 : end;
         if (b > a && b[-1] == '\r')
             b--;
-        if (memchr(a, '\0', (size_t)(b - a))) {
+        if (b > a && memchr(a, '\0', (size_t)(b - a))) {
             snprintf(err, err_cap, "line %u contains a NUL byte", line);
             goto fail;
         }

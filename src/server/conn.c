@@ -361,12 +361,19 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
         }
     }
     unsigned act;
-    if (c->eng.tls)
+    if (c->eng.tls) {
+        srv->light_read_ns = srv->read_ns;
         act = nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns);
-    else if (buf->base == srv->read_buf)
-        act = nsrv__ce_feed(&c->eng, (const uint8_t *)buf->base, (size_t)nread, srv->read_ns);
-    else
-        act = nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns);
+    } else if (buf->base == srv->read_buf &&
+               nsrv__ce_hold(&c->eng, (const uint8_t *)buf->base, (size_t)nread, srv->read_ns)) {
+        nsrv__conn_held_list(c); /* runs after the quiet connections (conn_light_first.c) */
+        act = 0;
+    } else {
+        srv->light_read_ns = srv->read_ns;
+        act = buf->base == srv->read_buf
+                  ? nsrv__ce_feed(&c->eng, (const uint8_t *)buf->base, (size_t)nread, srv->read_ns)
+                  : nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns);
+    }
     srv->read_ns = 0; /* batches run from elsewhere (resume, write_cb) read the clock */
     /* Every read may have grown the connection's own buffer (a partial frame kept, a read
      * landed in it), and in shutdown may have been the last request: checked whatever the
@@ -441,6 +448,15 @@ void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id) {
         return;
     c->deferred_close = true;
     uv_idle_start(&srv->deferred, deferred_cb);
+}
+
+void nsrv__conn_run_held(nsrv_conn_t *c, uint64_t now_ns) {
+    if (c->closing)
+        return;
+    unsigned act = nsrv__ce_run_held(&c->eng, now_ns) | NSRV_CE_ACT_INPUT;
+    if (c->srv->shutting_down)
+        act |= NSRV_CE_ACT_FINISH;
+    apply_actions(c, act);
 }
 
 void nsrv__conn_resume_cb(uv_idle_t *h) {

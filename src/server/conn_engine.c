@@ -209,17 +209,19 @@ static void offload_copy(nsrv_ce_t *e, const uint8_t *frame, size_t len) {
 
 /*
  * Runs every whole frame in p[0..avail) while the connection is open, under its output
- * limit and within its batch budget. Returns the bytes consumed; what is left is a partial
- * frame, or frames held back by back-pressure or for the next loop turn (yielded).
+ * limit and within its batch budget (from start_ns). first_ns: when the first request's turn
+ * began (its read: earlier than start_ns for held input). Returns the bytes consumed; what
+ * is left is a partial frame, or frames held back by back-pressure or for the next loop turn
+ * (yielded).
  */
-__attribute__((always_inline)) static inline size_t run_batch(nsrv_ce_t *e, const uint8_t *p,
-                                                              size_t avail, uint64_t start_ns) {
+__attribute__((always_inline)) static inline size_t
+run_batch(nsrv_ce_t *e, const uint8_t *p, size_t avail, uint64_t start_ns, uint64_t first_ns) {
     nsrv_ce_host_t *h = e->host;
     size_t max_len = max_frame(e);
     size_t offload_min = (size_t)h->cfg->big_frame_worker_bytes;
     size_t used = 0;
     unsigned frames = 0;
-    uint64_t now_ns = start_ns;
+    uint64_t now_ns = first_ns; /* the first request's turn began at its read */
     e->in_batch = true;
     while (!stopped(e) && !nsrv__ce_blocked(e)) {
         size_t frame_len = 0;
@@ -227,7 +229,8 @@ __attribute__((always_inline)) static inline size_t run_batch(nsrv_ce_t *e, cons
         if (rc == NSRV_AGAIN)
             break;
         if (rc == 0 && frames >= NSRV_CE_BATCH_MIN_FRAMES &&
-            (frames >= NSRV_CE_BATCH_MAX_FRAMES || now_ns - start_ns >= NSRV_CE_BATCH_MAX_NS)) {
+            (frames >= NSRV_CE_BATCH_MAX_FRAMES ||
+             (int64_t)(now_ns - start_ns) >= NSRV_CE_BATCH_MAX_NS)) {
             e->yielded = true; /* a whole frame waits: it runs on the next loop turn */
             h->batch_yields_total++;
             break;
@@ -286,10 +289,12 @@ static void keep_rest(nsrv_ce_t *e, const uint8_t *p, size_t n) {
 /* Runs what the connection's own buffer holds (a partial frame that has grown, or frames
  * held back), and frees the buffer once it is empty so idle connections cost no buffer. */
 static void run_own(nsrv_ce_t *e, uint64_t now_ns) {
+    uint64_t first_ns = e->held ? e->held_ns : now_ns;
+    e->held = false;
     size_t avail = e->in.len - e->in_off;
     if (avail == 0)
         return;
-    e->in_off += run_batch(e, (const uint8_t *)e->in.data + e->in_off, avail, now_ns);
+    e->in_off += run_batch(e, (const uint8_t *)e->in.data + e->in_off, avail, now_ns, first_ns);
     if (stopped(e))
         return;
     if (e->big_frame_len) {
@@ -337,13 +342,37 @@ unsigned nsrv__ce_feed(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns
         run_own(e, now_ns);
         return finish(e);
     }
-    size_t used = run_batch(e, p, n, now_ns);
+    size_t used = run_batch(e, p, n, now_ns, now_ns);
     if (!stopped(e) && used < n)
         keep_rest(e, p + used, n - used);
     if (!stopped(e) && e->big_frame_len) {
         e->big_frame_len = 0;
         run_own(e, now_ns); /* finds the frame again, now in the connection's own buffer */
     }
+    return finish(e);
+}
+
+bool nsrv__ce_hold(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns) {
+    bool near = now_ns - e->last_read_ns < NSRV_CE_BUSY_GAP_NS;
+    e->last_read_ns = now_ns;
+    e->read_streak = near ? (uint8_t)(e->read_streak + (e->read_streak < NSRV_CE_BUSY_STREAK)) : 0;
+    /* Only a clean start: input already kept (a partial frame, a yield, back-pressure) has
+     * its own rules, and in shutdown every request runs as it comes. */
+    if (e->read_streak < NSRV_CE_BUSY_STREAK || e->tls || stopped(e) || e->yielded ||
+        e->in.len != e->in_off || nsrv__ce_blocked(e) || e->host->shutting_down)
+        return false;
+    nsrv_buf_append(&e->in, p, n);
+    e->held = true;
+    e->held_ns = now_ns;
+    e->host->reads_held_total++;
+    return true;
+}
+
+unsigned nsrv__ce_run_held(nsrv_ce_t *e, uint64_t now_ns) {
+    begin(e);
+    if (stopped(e) || !e->held)
+        return 0;
+    run_own(e, now_ns);
     return finish(e);
 }
 

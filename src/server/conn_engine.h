@@ -11,6 +11,11 @@
  *    waits on a durable write holds a slot, and the replies behind it wait in it;
  *  - one read batch runs at most NSRV_CE_BATCH_MAX_FRAMES requests or NSRV_CE_BATCH_MAX_NS,
  *    but at least NSRV_CE_BATCH_MIN_FRAMES, then yields to the other connections;
+ *  - light first: a plaintext connection whose reads keep coming (NSRV_CE_BUSY_STREAK in a
+ *    row, each within NSRV_CE_BUSY_GAP_NS of the one before) is busy: what it reads is held
+ *    (nsrv__ce_hold) and runs after the requests of connections that were quiet, so a few
+ *    connections asking flat out do not make thousands of occasional clients wait behind
+ *    them; a held request's latency counts from its read;
  *  - back-pressure: over connOutputLimitBytes of replies held (queued on the socket or
  *    behind a slot), NSRV_CE_MAX_SLOTS slots, or a frame on a worker, the connection is
  *    neither read nor processed, and resumes at half the limit;
@@ -54,6 +59,11 @@ struct nsrv_tls_session;
  * requests (big topic lists, or any under a sanitizer) still moves at a useful pace and
  * fills its output queue, which is what back-pressure watches. */
 #define NSRV_CE_BATCH_MIN_FRAMES 16
+/* Light first: reads this close together, this many in a row, make a connection busy. A
+ * client's route update asks its topics one after another (a round trip apart), so a client
+ * of a few topics stays light; a connection asking without pause is busy after a few turns. */
+#define NSRV_CE_BUSY_GAP_NS (1000 * 1000)
+#define NSRV_CE_BUSY_STREAK 8
 /* Replies batched from one read are sent once they pass this size. */
 #define NSRV_CE_OUT_FLUSH_BYTES (256 * 1024)
 /* Deferred replies one connection may have waiting; then it is not read until one is sent. */
@@ -109,6 +119,7 @@ typedef struct nsrv_ce_host {
     bool shutting_down;
     bool idle_grace_over; /* shutdown: connections not served since may be closed */
     uint64_t batch_yields_total;
+    uint64_t reads_held_total; /* light first: busy connections' reads held */
     uint64_t bad_frames_total;
     size_t replies_pending; /* reserved reply slots not yet filled */
     uint64_t tls_handshakes_ok, tls_handshakes_failed;
@@ -156,6 +167,8 @@ struct nsrv_ce {
     uint64_t out_queued_total; /* reply bytes ever queued (idle: drained = this - still queued) */
     uint64_t out_drained_seen; /* of those, drained at the last tick */
     uint64_t last_active_ms;   /* last byte read or reply byte written */
+    uint64_t last_read_ns;     /* light first: the last plaintext read */
+    uint64_t held_ns;          /* light first: when the held input was read */
     struct nsrv_reply_slot *slots, *slots_tail; /* deferred replies, oldest first */
     size_t n_slots;
     size_t held_bytes;         /* reply bytes waiting in slots */
@@ -167,6 +180,8 @@ struct nsrv_ce {
     bool served_in_shutdown;   /* answered a request after the signal: close once drained */
     bool closed;               /* closed, or a close was returned */
     bool reset_on_close;       /* close with RST: the kernel drops unsent bytes too */
+    bool held;                 /* light first: input held for after the quiet connections */
+    uint8_t read_streak;       /* reads in a row, each within NSRV_CE_BUSY_GAP_NS */
     const char *close_why;
     size_t big_frame_len; /* the batch stopped at a whole frame this big: offload it */
     /* NSRV_CE_ACT_OFFLOAD: the frame is offload[off, off + len); take the buffer. */
@@ -206,6 +221,12 @@ char *nsrv__ce_read_room(nsrv_ce_t *e, size_t *room);
 unsigned nsrv__ce_feed(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns);
 /* n received bytes that landed where nsrv__ce_read_room said. */
 unsigned nsrv__ce_feed_landed(nsrv_ce_t *e, size_t n, uint64_t now_ns);
+/* Light first: n plaintext bytes at p read at now_ns (not in the engine's buffer). Returns
+ * true when the connection is busy and the bytes are held: the driver runs them later with
+ * nsrv__ce_run_held; false: nothing kept, the driver feeds them (nsrv__ce_feed). */
+bool nsrv__ce_hold(nsrv_ce_t *e, const uint8_t *p, size_t n, uint64_t now_ns);
+/* Runs the input nsrv__ce_hold kept (if a read since has not run it already). */
+unsigned nsrv__ce_run_held(nsrv_ce_t *e, uint64_t now_ns);
 /* The next loop turn after NSRV_CE_ACT_YIELD. */
 unsigned nsrv__ce_resume(nsrv_ce_t *e, uint64_t now_ns);
 

@@ -71,6 +71,7 @@ void nsrv__conn_yield_list(nsrv_conn_t *c) {
 void nsrv__conn_lists_remove(nsrv_conn_t *c) {
     heard_unlink(c);
     nsrv__conn_out_unlist(c);
+    nsrv__conn_held_unlist(c);
     if (c->yield_listed) {
         NSRV_DLIST_UNLINK(c->srv->yield_list, c, yield_prev, yield_next);
         c->yield_listed = false;

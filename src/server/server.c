@@ -417,6 +417,7 @@ int nsrv_server_run(struct nsrv_config *cfg, const char *config_file) {
     srv->deferred.data = srv;
     uv_idle_init(&srv->loop, &srv->resume);
     srv->resume.data = srv;
+    nsrv__light_first_init(srv);
     nsrv__durable_start(srv);
     init_timer(srv, &srv->scan_timer);
     init_timer(srv, &srv->idle_timer);

@@ -62,6 +62,8 @@ typedef struct nsrv_conn {
     struct nsrv_conn *out_prev, *out_next;
     struct nsrv_conn *yield_prev, *yield_next;
     bool out_listed, yield_listed;
+    struct nsrv_conn *held_prev, *held_next; /* conn_light_first.c */
+    bool held_listed;
 } nsrv_conn_t;
 
 struct nsrv_server {
@@ -80,6 +82,10 @@ struct nsrv_server {
     uv_timer_t ready_timer;      /* until the readiness rule holds: then READY=1 */
     uv_idle_t deferred;
     uv_idle_t resume;                     /* continues connections that yielded their batch */
+    uv_check_t held_check;                /* runs busy connections' held input (light first) */
+    uv_idle_t keep_polling;               /* the poll must not block while input is held */
+    nsrv_conn_t *held_head, *held_tail;   /* conn_light_first.c, oldest first */
+    uint64_t light_read_ns;               /* the last read run at once (not held) */
     nsrv_conn_t *heard_head, *heard_tail; /* conn_lists.c */
     nsrv_conn_t *out_list, *yield_list;
     /* Durable writes off the loop (durable.c). */
@@ -238,6 +244,17 @@ void nsrv__conn_out_list(nsrv_conn_t *c);
 void nsrv__conn_out_unlist(nsrv_conn_t *c);
 void nsrv__conn_yield_list(nsrv_conn_t *c);
 void nsrv__conn_lists_remove(nsrv_conn_t *c);
+
+/* Light first (conn_light_first.c): busy connections' held input runs in the check phase,
+ * after the quiet connections, at most this much loop time a turn (one at least). */
+#define NSRV_LIGHT_FIRST_SLICE_NS (50 * 1000)
+/* Slices are cut only this long after a quiet connection's read (light_read_ns). */
+#define NSRV_LIGHT_FIRST_RECENT_NS (10 * 1000 * 1000)
+void nsrv__light_first_init(nsrv_server_t *srv);
+void nsrv__conn_held_list(nsrv_conn_t *c);
+void nsrv__conn_held_unlist(nsrv_conn_t *c);
+/* conn.c: runs what nsrv__ce_hold kept for c. */
+void nsrv__conn_run_held(nsrv_conn_t *c, uint64_t now_ns);
 
 /* The connection limit (conn_limit.c): the smaller of maxConnections (0: none of its own) and
  * what RLIMIT_NOFILE allows after a reserve for files and peers; init raises the soft limit. */

@@ -4,7 +4,8 @@
  * RemotingCommand frames, decoded by this file's run hook whose request code says what to do
  * (reply, defer, take time, fail, be offloaded); its transmit hook plays a socket that
  * takes `room` bytes at once and queues the rest. The wire's replies are decoded again to
- * check their order. The TLS cases put a real session (the crypto module linked in) between
+ * check their order; the light-first cases hold reads as the driver does (nsrv__ce_hold,
+ * then nsrv__ce_run_held). The TLS cases put a real session (the crypto module linked in) between
  * an OpenSSL client on memory BIOs and the engine.
  */
 #include <setjmp.h>
@@ -298,6 +299,150 @@ static void test_batch_yields_after_1ms_but_runs_at_least_16(void **state) {
     nsrv__ce_resume(&fx->e, 20000000);
     assert_int_equal(fx->ran, 40);
     assert_wire_is_range(0, 40);
+    nsrv_buf_deinit(&b);
+}
+
+/* ---- light first ---- */
+
+#define READ_GAP_NS (100 * 1000) /* a connection asking flat out: a read every 100 us */
+
+/* A plaintext read as the driver handles it: held when the connection is busy, else fed.
+ * Returns whether it was held. */
+static bool read_one(const nsrv_buf_t *b, uint64_t now_ns) {
+    if (nsrv__ce_hold(&fx->e, (const uint8_t *)b->data, b->len, now_ns))
+        return true;
+    feed(b, now_ns);
+    return false;
+}
+
+/* NSRV_CE_BUSY_STREAK close reads, run as they come (numbered 0 on): the next close read is
+ * held. Returns the time of the last. */
+static uint64_t make_busy(uint64_t t) {
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    for (int i = 0; i < NSRV_CE_BUSY_STREAK; i++) {
+        nsrv_buf_reset(&b);
+        put_req(&b, OP_ECHO, i, 10);
+        t += READ_GAP_NS;
+        assert_false(read_one(&b, t));
+    }
+    nsrv_buf_deinit(&b);
+    return t;
+}
+
+static void test_light_first_a_connection_asking_flat_out_is_held(void **state) {
+    (void)state;
+    uint64_t t = make_busy(1000000000u);
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK);
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    put_req(&b, OP_ECHO, 100, 10);
+    put_req(&b, OP_ECHO, 101, 10);
+    assert_true(read_one(&b, t + READ_GAP_NS));
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK); /* held: nothing ran, nothing sent */
+    assert_int_equal(fx->host.reads_held_total, 1);
+    assert_false(nsrv__ce_finished(&fx->e)); /* held requests are requests in flight */
+    unsigned act = nsrv__ce_run_held(&fx->e, t + 2 * READ_GAP_NS);
+    assert_int_equal(act, NSRV_CE_ACT_INPUT); /* its held buffer freed */
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK + 2);
+    assert_int_equal(fx->last_opaque, 101);
+    assert_int_equal(fx->e.in.cap, 0);
+    assert_int_equal(nsrv__ce_run_held(&fx->e, t + 3 * READ_GAP_NS), 0); /* nothing twice */
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK + 2);
+    nsrv_buf_deinit(&b);
+}
+
+static void test_light_first_a_clients_route_update_is_never_held(void **state) {
+    (void)state;
+    /* A client asking its topics one after another, a round trip apart, then again 30 s on:
+     * the first NSRV_CE_BUSY_STREAK of a round are light, a pause starts over. */
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    uint64_t t = 1000000000u;
+    for (int round = 0; round < 3; round++, t += 30000000000u)
+        for (int i = 0; i < NSRV_CE_BUSY_STREAK; i++) {
+            nsrv_buf_reset(&b);
+            put_req(&b, OP_ECHO, round * 100 + i, 10);
+            assert_false(read_one(&b, t + (uint64_t)i * READ_GAP_NS));
+        }
+    assert_int_equal(fx->ran, 3 * NSRV_CE_BUSY_STREAK);
+    assert_int_equal(fx->host.reads_held_total, 0);
+    /* A gap over NSRV_CE_BUSY_GAP_NS ends a busy streak too. */
+    t = make_busy(t);
+    nsrv_buf_reset(&b);
+    put_req(&b, OP_ECHO, 999, 10);
+    assert_false(read_one(&b, t + NSRV_CE_BUSY_GAP_NS));
+    assert_int_equal(fx->last_opaque, 999);
+    nsrv_buf_deinit(&b);
+}
+
+static void test_light_first_held_latency_counts_from_the_read(void **state) {
+    (void)state;
+    uint64_t t = make_busy(1000000000u);
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    put_req(&b, OP_DEFER, 1, 0); /* its slot keeps the start of its turn */
+    put_req(&b, OP_DEFER, 2, 0);
+    uint64_t read_ns = t + READ_GAP_NS;
+    assert_true(read_one(&b, read_ns));
+    nsrv__ce_run_held(&fx->e, read_ns + 5000000); /* run 5 ms later */
+    assert_int_equal(fx->n_deferred, 2);
+    assert_int_equal(fx->deferred[0]->start_ns, read_ns);
+    /* The next request's turn starts when the one before ended, as in any batch. */
+    assert_int_equal(fx->deferred[1]->start_ns, read_ns);
+    fill_deferred(0, 1, read_ns + 6000000);
+    fill_deferred(1, 2, read_ns + 6000000);
+    nsrv_buf_deinit(&b);
+}
+
+static void test_light_first_the_wait_takes_nothing_from_the_batch_budget(void **state) {
+    (void)state;
+    uint64_t t = make_busy(1000000000u);
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    for (int i = 0; i < 300; i++)
+        put_req(&b, OP_ECHO, i, 0);
+    assert_true(read_one(&b, t + READ_GAP_NS));
+    /* Run 2 ms after its read: the budget counts from the run, so a whole batch runs. */
+    unsigned act = nsrv__ce_run_held(&fx->e, t + READ_GAP_NS + 2000000);
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK + NSRV_CE_BATCH_MAX_FRAMES);
+    assert_true(act & NSRV_CE_ACT_YIELD);
+    nsrv__ce_resume(&fx->e, t + 3000000);
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK + 300);
+    nsrv_buf_deinit(&b);
+}
+
+static void test_light_first_a_read_behind_held_input_runs_both_in_order(void **state) {
+    (void)state;
+    uint64_t t = make_busy(1000000000u);
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    put_req(&b, OP_ECHO, 100, 10);
+    put_req(&b, OP_ECHO, 101, 10);
+    size_t first = b.len / 3; /* the first request and part of the second held */
+    assert_true(nsrv__ce_hold(&fx->e, (const uint8_t *)b.data, first, t + READ_GAP_NS));
+    size_t room = 0;
+    char *own = nsrv__ce_read_room(&fx->e, &room); /* the rest lands behind it */
+    assert_non_null(own);
+    assert_true(room >= b.len - first);
+    memcpy(own, b.data + first, b.len - first);
+    nsrv__ce_feed_landed(&fx->e, b.len - first, t + 2 * READ_GAP_NS);
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK + 2);
+    assert_int_equal(fx->last_opaque, 101);
+    assert_int_equal(nsrv__ce_run_held(&fx->e, t + 3 * READ_GAP_NS), 0); /* already run */
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK + 2);
+    nsrv_buf_deinit(&b);
+}
+
+static void test_light_first_holds_nothing_in_shutdown_or_behind_kept_input(void **state) {
+    (void)state;
+    uint64_t t = make_busy(1000000000u);
+    nsrv_buf_t b = NSRV_BUF_INIT;
+    put_req(&b, OP_ECHO, 100, 10);
+    /* Behind a partial frame the engine keeps, the rest joins it and runs at once. */
+    nsrv__ce_feed(&fx->e, (const uint8_t *)b.data, 5, t += READ_GAP_NS);
+    assert_false(nsrv__ce_hold(&fx->e, (const uint8_t *)b.data + 5, b.len - 5, t += READ_GAP_NS));
+    nsrv__ce_feed(&fx->e, (const uint8_t *)b.data + 5, b.len - 5, t);
+    assert_int_equal(fx->last_opaque, 100);
+    /* Shutting down, every request runs as it comes. */
+    fx->host.shutting_down = true;
+    assert_false(read_one(&b, t += READ_GAP_NS));
+    assert_int_equal(fx->ran, NSRV_CE_BUSY_STREAK + 2);
+    assert_int_equal(fx->host.reads_held_total, 0);
     nsrv_buf_deinit(&b);
 }
 
@@ -753,6 +898,12 @@ int main(void) {
         NSRV_FIXTURE_TEST(test_frames_split_anywhere_run_once_whole),
         NSRV_FIXTURE_TEST(test_batch_yields_after_256_requests),
         NSRV_FIXTURE_TEST(test_batch_yields_after_1ms_but_runs_at_least_16),
+        NSRV_FIXTURE_TEST(test_light_first_a_connection_asking_flat_out_is_held),
+        NSRV_FIXTURE_TEST(test_light_first_a_clients_route_update_is_never_held),
+        NSRV_FIXTURE_TEST(test_light_first_held_latency_counts_from_the_read),
+        NSRV_FIXTURE_TEST(test_light_first_the_wait_takes_nothing_from_the_batch_budget),
+        NSRV_FIXTURE_TEST(test_light_first_a_read_behind_held_input_runs_both_in_order),
+        NSRV_FIXTURE_TEST(test_light_first_holds_nothing_in_shutdown_or_behind_kept_input),
         NSRV_FIXTURE_TEST(test_backpressure_stops_reading_and_resumes_at_half),
         NSRV_FIXTURE_TEST(test_slot_cap_stops_reading),
         NSRV_FIXTURE_TEST(test_replies_wait_behind_a_deferred_one),
