@@ -82,6 +82,27 @@ int nsrv_fail(char *err, size_t err_len, int rc, const char *fmt, ...)
             (node)->nextf->prevf = (node)->prevf;                                                  \
     } while (0)
 
+/* A queue: an intrusive doubly linked list with its last element too (head and tail are
+ * lvalues). Appends node at the tail. */
+#define NSRV_QUEUE_APPEND(head, tail, node, prevf, nextf)                                          \
+    do {                                                                                           \
+        (node)->nextf = NULL;                                                                      \
+        (node)->prevf = (tail);                                                                    \
+        if (tail)                                                                                  \
+            (tail)->nextf = (node);                                                                \
+        else                                                                                       \
+            (head) = (node);                                                                       \
+        (tail) = (node);                                                                           \
+    } while (0)
+
+/* Unlinks node from a queue (NSRV_QUEUE_APPEND). */
+#define NSRV_QUEUE_UNLINK(head, tail, node, prevf, nextf)                                          \
+    do {                                                                                           \
+        if (!(node)->nextf)                                                                        \
+            (tail) = (node)->prevf;                                                                \
+        NSRV_DLIST_UNLINK(head, node, prevf, nextf);                                               \
+    } while (0)
+
 /* A contract on the caller; never use it on anything derived from input. */
 #define NSRV_REQUIRE(cond)                                                                         \
     do {                                                                                           \

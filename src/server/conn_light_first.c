@@ -21,15 +21,7 @@ static void keep_polling_cb(uv_idle_t *h) {
 }
 
 static void held_unlink(nsrv_server_t *srv, nsrv_conn_t *c) {
-    if (c->held_prev)
-        c->held_prev->held_next = c->held_next;
-    else
-        srv->held_head = c->held_next;
-    if (c->held_next)
-        c->held_next->held_prev = c->held_prev;
-    else
-        srv->held_tail = c->held_prev;
-    c->held_prev = c->held_next = NULL;
+    NSRV_QUEUE_UNLINK(srv->held_head, srv->held_tail, c, held_prev, held_next);
     c->held_listed = false;
 }
 
@@ -71,13 +63,7 @@ void nsrv__conn_held_list(nsrv_conn_t *c) {
     if (c->held_listed)
         return;
     c->held_listed = true;
-    c->held_next = NULL;
-    c->held_prev = srv->held_tail;
-    if (srv->held_tail)
-        srv->held_tail->held_next = c;
-    else
-        srv->held_head = c;
-    srv->held_tail = c;
+    NSRV_QUEUE_APPEND(srv->held_head, srv->held_tail, c, held_prev, held_next);
     uv_check_start(&srv->held_check, run_held_cb);
 }
 

@@ -18,25 +18,12 @@
 void nsrv__conn_lists_add(nsrv_conn_t *c, uint64_t now_ms) {
     nsrv_server_t *srv = c->srv;
     c->heard_ms = now_ms;
-    c->heard_next = NULL;
-    c->heard_prev = srv->heard_tail;
-    if (srv->heard_tail)
-        srv->heard_tail->heard_next = c;
-    else
-        srv->heard_head = c;
-    srv->heard_tail = c;
+    NSRV_QUEUE_APPEND(srv->heard_head, srv->heard_tail, c, heard_prev, heard_next);
 }
 
 static void heard_unlink(nsrv_conn_t *c) {
     nsrv_server_t *srv = c->srv;
-    if (c->heard_prev)
-        c->heard_prev->heard_next = c->heard_next;
-    else
-        srv->heard_head = c->heard_next;
-    if (c->heard_next)
-        c->heard_next->heard_prev = c->heard_prev;
-    else
-        srv->heard_tail = c->heard_prev;
+    NSRV_QUEUE_UNLINK(srv->heard_head, srv->heard_tail, c, heard_prev, heard_next);
 }
 
 void nsrv__conn_heard(nsrv_conn_t *c, uint64_t now_ms) {
