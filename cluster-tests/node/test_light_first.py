@@ -2,8 +2,14 @@
 connection whose requests keep coming is busy, and what it reads runs after the requests of
 connections that were quiet; a client's route update (a few queries one after another, then
 a pause) is never held. Held requests are answered in order with the same replies, and
-counted in nsrvd_reads_held_total."""
+counted in nsrvd_reads_held_total. Busy connections that vanish while held, and a SIGTERM
+while they ask, end cleanly."""
 
+import random
+import signal
+import socket
+import struct
+import threading
 import time
 
 from nsrv_check import register_ok
@@ -57,3 +63,64 @@ def test_a_connection_asking_flat_out_is_held_and_answered_in_order(nsrvd_factor
     assert all(r.body == want[c.ext["topic"]] for c, r in zip(cmds, got))
     # The quiet client is still light, and its replies the same.
     assert all(light.get_route(t).body == b for t, b in want.items())
+
+
+def test_held_connections_that_vanish_and_a_sigterm_while_they_ask(nsrvd_factory, connect):
+    """Busy connections asking flat out beside quiet clients (so held work runs in slices and
+    stays held across loop turns), some reset mid-request while held; then SIGTERM while they
+    still ask. The quiet clients get every answer, the node exits 0 (a sanitizer build
+    reports any use of a closed connection)."""
+    wait_s = 2
+    port = free_port()
+    srv = nsrvd_factory({"statusPort": port, "statusAddress": "127.0.0.1", "shutdownWaitTimeSeconds": wait_s})
+    register_ok(NamesrvClient(connect(srv)), BROKER, TOPICS)
+    stop = threading.Event()
+    errors, resets = [], [0]
+
+    def quiet():
+        ns = NamesrvClient(connect(srv, timeout=scaled(10)))
+        while not stop.is_set():
+            for t in TOPICS:
+                r = ns.get_route(t.topic_name)
+                if r.code != ResponseCode.SUCCESS:
+                    errors.append(r)
+            time.sleep(0.003)
+
+    def busy(seed, until):
+        rnd = random.Random(seed)
+        while not until.is_set():
+            c = connect(srv, timeout=scaled(10))
+            try:
+                for i in range(rnd.randint(20, 200)):
+                    c.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}, timeout=scaled(10))
+                burst = [c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicB"}) for _ in range(50)]
+                c.send_many(burst)  # then gone with a reset, replies unread
+                c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                c.sock.close()
+                resets[0] += 1
+            except OSError:
+                return  # the node is shutting down
+
+    threads = [threading.Thread(target=quiet, daemon=True) for _ in range(3)]
+    threads += [threading.Thread(target=busy, args=(k, stop), daemon=True) for k in range(6)]
+    for t in threads:
+        t.start()
+    time.sleep(scaled(3))
+    assert _held(port) > 0
+    assert resets[0] > 0
+    stop.set()
+    # Until the node closes them (OSError): asking while SIGTERM arrives.
+    busy_left = [threading.Thread(target=busy, args=(100 + k, threading.Event()), daemon=True) for k in range(4)]
+    for t in busy_left:
+        t.start()
+    time.sleep(0.2)
+    srv.signal(signal.SIGTERM)
+    for t in threads + busy_left:
+        t.join(scaled(15))
+    assert not any(t.is_alive() for t in busy_left), "a busy connection was still served after the exit"
+    rc = srv.wait(wait_s + 8)
+    assert rc is not None, f"no exit within {scaled(wait_s + 8):.0f}s of SIGTERM\n{srv.tail()}"
+    srv._stopped_by_test = True
+    assert rc == 0, f"exit code {rc}\n{srv.tail()}"
+    assert not errors, errors[:3]
+    assert not srv.sanitizer_errors()

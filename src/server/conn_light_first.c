@@ -20,9 +20,15 @@ static void keep_polling_cb(uv_idle_t *h) {
     (void)h; /* active only so that the loop's poll does not block while input is held */
 }
 
+/* Also when a connection closes (nsrv__conn_lists_remove): the check must not run on an
+ * empty list, and with nothing held the loop may block again. */
 static void held_unlink(nsrv_server_t *srv, nsrv_conn_t *c) {
     NSRV_QUEUE_UNLINK(srv->held_head, srv->held_tail, c, held_prev, held_next);
     c->held_listed = false;
+    if (!srv->held_head) {
+        uv_check_stop(&srv->held_check);
+        uv_idle_stop(&srv->keep_polling);
+    }
 }
 
 static void run_held_cb(uv_check_t *h) {
@@ -37,18 +43,15 @@ static void run_held_cb(uv_check_t *h) {
                             : UINT64_MAX;
     /* One at least, then while the slice lasts. A connection closed meanwhile has left the
      * list (nsrv__conn_lists_remove); reads, and so new holds, come only in the poll phase. */
-    do {
+    for (bool first = true; srv->held_head && (first || now_ns - start_ns < slice_ns);
+         first = false) {
         nsrv_conn_t *c = srv->held_head;
         held_unlink(srv, c);
         nsrv__conn_run_held(c, now_ns);
         now_ns = nsrv_now_mono_ns();
-    } while (srv->held_head && now_ns - start_ns < slice_ns);
-    if (srv->held_head) {
-        uv_idle_start(&srv->keep_polling, keep_polling_cb);
-        return;
     }
-    uv_check_stop(&srv->held_check);
-    uv_idle_stop(&srv->keep_polling);
+    if (srv->held_head)
+        uv_idle_start(&srv->keep_polling, keep_polling_cb);
 }
 
 void nsrv__light_first_init(nsrv_server_t *srv) {
