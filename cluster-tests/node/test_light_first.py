@@ -91,7 +91,7 @@ def test_held_connections_that_vanish_and_a_sigterm_while_they_ask(nsrvd_factory
         while not until.is_set():
             c = connect(srv, timeout=scaled(10))
             try:
-                for i in range(rnd.randint(20, 200)):
+                for _ in range(rnd.randint(20, 200)):
                     c.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}, timeout=scaled(10))
                 burst = [c.build(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicB"}) for _ in range(50)]
                 c.send_many(burst)  # then gone with a reset, replies unread
