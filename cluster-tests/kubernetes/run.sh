@@ -123,6 +123,7 @@ result passed prerequisites
 # --- state directory, and the trap that tears everything down ----------------------------------
 run=$(mktemp -d /tmp/nsrvd-k8s.XXXXXX)
 mkdir -p "$run/logs" "$run/pids"
+touch "$run/podlogs.start" # pods' log directories newer than this are this run's
 netns_before=$(ip netns list 2>/dev/null | awk '{print $1}' | sort)
 # start NAME COMMAND...: in its own session (its process group id is its pid), logged.
 start() {
@@ -147,7 +148,7 @@ teardown() {
   trap - EXIT INT TERM
   say "teardown"
   touch "$run/monitor.stop"
-  for p in producer consumer monitor broker; do stop "$p"; done
+  for p in producer consumer monitor podlogs broker; do stop "$p"; done
   if [ -f "$run/pids/kubelet" ] && [ -f "$run/pids/kube-apiserver" ]; then
     # Let the kubelet stop the pods (and their sandboxes' network namespaces) itself.
     kc delete namespace "$ns" --wait=false >/dev/null 2>&1
@@ -174,6 +175,9 @@ teardown() {
   for d in /sys/fs/cgroup/*/kubepods; do
     [ -d "$d" ] && grep -qx "$d" "$run/cgroups-before" 2>/dev/null || find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
+  # The kubelet's log directories of this run's pods (it was stopped before it could remove them).
+  [ -f "$run/podlogs.start" ] &&
+    find /var/log/pods -maxdepth 1 -name "${ns}_*" -newer "$run/podlogs.start" -exec rm -rf {} + 2>/dev/null
   rm -rf "$out/last-logs"
   cp -r "$run/logs" "$out/last-logs" 2>/dev/null
   rm -rf "$run"
@@ -451,6 +455,16 @@ done
 result passed messages-flowing "$(acks) acknowledged so far"
 
 # --- the rolling update and the deletion of a pod, watched by the monitor ---------------------------
+# Every nsrvd pod's log, copied each second from the kubelet's log directory on this host
+# (it goes when its pod is deleted) until the monitor stops: last-logs/pod-NAMESPACE_NAME_UID.log.
+start podlogs bash -c '
+  while [ ! -f "$0/monitor.stop" ]; do
+    for d in $(find /var/log/pods -maxdepth 1 -name "$1_nsrvd-*" -newer "$0/podlogs.start" 2>/dev/null); do
+      f=$0/logs/pod-${d##*/}.log
+      cat "$d"/nsrvd/*.log >"$f.new" 2>/dev/null && mv "$f.new" "$f" || rm -f "$f.new"
+    done
+    sleep 1
+  done' "$run" "$ns"
 start monitor python3 "$here/monitor.py" --api "$api" --token "$run/token" --namespace "$ns" \
   --selector app.kubernetes.io/name=nsrvd --topic "$topic" --broker broker-a --stop "$run/monitor.stop" \
   --out "$run/logs/monitor.json"
