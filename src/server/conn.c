@@ -340,6 +340,17 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     *buf = uv_buf_init(own, (unsigned)room);
 }
 
+/* After input was taken in (a read, or held input run): every such step may have grown the
+ * connection's own buffer (a partial frame kept, a read landed or held in it), and in
+ * shutdown may have been the last request: checked whatever the engine said (a TLS read
+ * that yields no plaintext says nothing). */
+static void apply_after_input(nsrv_conn_t *c, unsigned act) {
+    act |= NSRV_CE_ACT_INPUT;
+    if (c->srv->shutting_down)
+        act |= NSRV_CE_ACT_FINISH;
+    apply_actions(c, act);
+}
+
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     nsrv_conn_t *c = (nsrv_conn_t *)s;
     if (nread == 0 || c->closing)
@@ -360,28 +371,22 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
             return;
         }
     }
-    unsigned act;
-    if (c->eng.tls) {
-        srv->light_read_ns = srv->read_ns;
-        act = nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns);
-    } else if (buf->base == srv->read_buf &&
-               nsrv__ce_hold(&c->eng, (const uint8_t *)buf->base, (size_t)nread, srv->read_ns)) {
+    const uint8_t *p = (const uint8_t *)buf->base;
+    bool shared = buf->base == srv->read_buf;
+    unsigned act = 0;
+    if (!c->eng.tls && shared && nsrv__ce_hold(&c->eng, p, (size_t)nread, srv->read_ns)) {
         nsrv__conn_held_list(c); /* runs after the quiet connections (conn_light_first.c) */
-        act = 0;
     } else {
         srv->light_read_ns = srv->read_ns;
-        act = buf->base == srv->read_buf
-                  ? nsrv__ce_feed(&c->eng, (const uint8_t *)buf->base, (size_t)nread, srv->read_ns)
-                  : nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns);
+        if (c->eng.tls)
+            act = nsrv__ce_feed_tls(&c->eng, buf->base, (size_t)nread, srv->read_ns);
+        else if (shared)
+            act = nsrv__ce_feed(&c->eng, p, (size_t)nread, srv->read_ns);
+        else
+            act = nsrv__ce_feed_landed(&c->eng, (size_t)nread, srv->read_ns);
     }
     srv->read_ns = 0; /* batches run from elsewhere (resume, write_cb) read the clock */
-    /* Every read may have grown the connection's own buffer (a partial frame kept, a read
-     * landed in it), and in shutdown may have been the last request: checked whatever the
-     * engine said (a TLS read that yields no plaintext says nothing). */
-    act |= NSRV_CE_ACT_INPUT;
-    if (srv->shutting_down)
-        act |= NSRV_CE_ACT_FINISH;
-    apply_actions(c, act);
+    apply_after_input(c, act);
 }
 
 void nsrv__conn_accept(nsrv_server_t *srv) {
@@ -453,10 +458,7 @@ void nsrv__conn_defer_close(nsrv_server_t *srv, uint64_t conn_id) {
 void nsrv__conn_run_held(nsrv_conn_t *c, uint64_t now_ns) {
     if (c->closing)
         return;
-    unsigned act = nsrv__ce_run_held(&c->eng, now_ns) | NSRV_CE_ACT_INPUT;
-    if (c->srv->shutting_down)
-        act |= NSRV_CE_ACT_FINISH;
-    apply_actions(c, act);
+    apply_after_input(c, nsrv__ce_run_held(&c->eng, now_ns));
 }
 
 void nsrv__conn_resume_cb(uv_idle_t *h) {

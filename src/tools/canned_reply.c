@@ -6,6 +6,7 @@
 #include "route_requests.h"
 
 #include "nsrv/alloc.h"
+#include "nsrv/buf.h"
 #include "nsrv/remoting.h"
 
 /* A request header's serialization byte. */
@@ -13,8 +14,7 @@
 
 int64_t nsrv__canned_opaque(nsrv_arena_t *arena, const uint8_t *p, size_t len) {
     if (len >= NSRV__ROCKETMQ_OPAQUE_OFFSET + 4 && p[SER_OFFSET] == NSRV_SER_ROCKETMQ)
-        return (int64_t)(int32_t)((uint32_t)p[13] << 24 | (uint32_t)p[14] << 16 |
-                                  (uint32_t)p[15] << 8 | p[16]);
+        return (int64_t)(int32_t)nsrv_load_be32(p + NSRV__ROCKETMQ_OPAQUE_OFFSET);
     nsrv_cmd_t cmd;
     nsrv_arena_reset(arena);
     if (nsrv_cmd_decode(p, len, arena, &cmd) != 0)
